@@ -1,0 +1,104 @@
+"""From rewards to the signal that multiplies log π: deltas, group advantages and GAE.
+
+The policy gradient is ∇J = E[ Σ_t ∇ log π(a_t | s_t) · Ψ_t ]. The rungs of the ladder differ only
+in Ψ ("delta"):
+
+    rewards             Ψ_i = r_i                                   unbiased, high variance
+    centered_rewards    Ψ_i = r_i − mean_j r_j                      a baseline: still unbiased
+                                                                    (up to the 1/G leave-one-in term)
+    normalized_rewards  Ψ_i = (r_i − mean_j r_j) / (std_j r_j + ε)  GRPO's group advantage
+
+where i, j run over the ``trial`` axis: the group of responses to one prompt.
+For multi-step episodes (the maze) ``compute_gae`` builds Ψ_t from a learned value V(s).
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["DELTA_MODES", "compute_deltas", "compute_gae", "discounted_returns"]
+
+DELTA_MODES = ("rewards", "centered_rewards", "normalized_rewards")
+
+
+def compute_deltas(rewards: torch.Tensor, mode: str = "centered_rewards", eps: float = 1e-6) -> torch.Tensor:
+    """Turn a group of rewards into deltas: rewards[batch, trial] -> deltas[batch, trial].
+
+    - ``"rewards"``:            Δ = r
+    - ``"centered_rewards"``:   Δ = r − mean_trial(r)
+    - ``"normalized_rewards"``: Δ = (r − mean_trial(r)) / (std_trial(r) + eps)
+      (unbiased std over the group, as in GRPO). A group whose rewards are all equal has
+      std = 0 and centred rewards = 0, so its deltas are exactly 0, never NaN.
+    """
+    if not isinstance(rewards, torch.Tensor) or rewards.dim() != 2:
+        shape = list(rewards.shape) if isinstance(rewards, torch.Tensor) else type(rewards).__name__
+        raise ValueError(f"rewards must be a tensor of shape [batch, trial]; got {shape}")
+    if not rewards.is_floating_point():
+        raise TypeError(f"rewards must be a float tensor; got dtype {rewards.dtype}")
+    if mode == "rewards":
+        return rewards
+    if mode not in DELTA_MODES:
+        raise ValueError(f"mode must be one of {DELTA_MODES}; got {mode!r}")
+    if rewards.shape[1] < 2:
+        raise ValueError(
+            f"mode {mode!r} needs a group of at least 2 responses per prompt to compare; "
+            f"got rewards of shape {list(rewards.shape)} (trial = {rewards.shape[1]})"
+        )
+    centered = rewards - rewards.mean(dim=1, keepdim=True)
+    if mode == "centered_rewards":
+        return centered
+    std = rewards.std(dim=1, keepdim=True)
+    return centered / (std + eps)
+
+
+def discounted_returns(rewards: torch.Tensor, dones: torch.Tensor, gamma: float = 1.0) -> torch.Tensor:
+    """Reward-to-go G_t = r_t + γ (1 − done_t) G_{t+1} along the last axis.
+
+    rewards[..., time], dones[..., time] (1.0 where the episode ended at t) -> returns[..., time].
+    """
+    if rewards.shape != dones.shape:
+        raise ValueError(f"rewards and dones must have the same shape; got {list(rewards.shape)} and "
+                         f"{list(dones.shape)}")
+    if not 0.0 <= gamma <= 1.0:
+        raise ValueError(f"gamma must be in [0, 1]; got {gamma}")
+    returns = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[..., 0])
+    for t in reversed(range(rewards.shape[-1])):
+        running = rewards[..., t] + gamma * (1.0 - dones[..., t]) * running
+        returns[..., t] = running
+    return returns
+
+
+def compute_gae(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    dones: torch.Tensor,
+    gamma: float = 1.0,
+    lam: float = 0.95,
+) -> torch.Tensor:
+    """Generalised advantage estimation along the last (time) axis.
+
+        δ_t = r_t + γ (1 − done_t) V(s_{t+1}) − V(s_t)
+        A_t = δ_t + γ λ (1 − done_t) A_{t+1}
+
+    rewards, values, next_values, dones: [..., time] -> advantages [..., time]. ``done_t`` = 1.0
+    where the episode terminated at step t (no bootstrap past it). For a step that was cut by
+    the time limit, pass its ``next_values`` as the value of the state reached (or 0 if the
+    state carries no time-to-go, as in the maze where nothing can be earned after the budget).
+    λ = 0 gives the one-step TD advantage, λ = 1 the Monte Carlo return minus V(s_t).
+    """
+    shapes = {name: list(t.shape) for name, t in
+              [("rewards", rewards), ("values", values), ("next_values", next_values), ("dones", dones)]}
+    if len({tuple(s) for s in shapes.values()}) != 1:
+        raise ValueError(f"rewards, values, next_values and dones must share one shape [..., time]; got {shapes}")
+    if not 0.0 <= gamma <= 1.0 or not 0.0 <= lam <= 1.0:
+        raise ValueError(f"gamma and lam must be in [0, 1]; got gamma={gamma}, lam={lam}")
+    not_done = 1.0 - dones
+    deltas = rewards + gamma * not_done * next_values - values
+    advantages = torch.zeros_like(deltas)
+    running = torch.zeros_like(deltas[..., 0])
+    for t in reversed(range(deltas.shape[-1])):
+        running = deltas[..., t] + gamma * lam * not_done[..., t] * running
+        advantages[..., t] = running
+    return advantages

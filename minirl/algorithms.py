@@ -1,0 +1,114 @@
+"""The algorithm ladder as named presets: each rung is the previous one with one knob changed.
+
+    naive       Δ = r,  loss −log π · Δ, one gradient step per batch
+    baselined   Δ = r − mean_group(r)                                     (a baseline)
+    normalized  Δ = (r − mean) / std                                      (group-normalised)
+    unclipped   + importance ratio ρ = π_θ / π_old, several inner epochs on one batch
+    clipped     + PPO clip: min(ρΔ, clip(ρ, 1 ± ε)Δ)
+    grpo        + KL penalty β · k3(π_θ ‖ π_ref), π_ref refreshed every N steps
+    dapo        clip-higher (ε_high > ε_low), token-level aggregation, no KL
+    gspo        sequence-level, length-normalised ratio
+    dr_grpo     no std division, constant (length-independent) aggregation
+
+Every knob here is an argument of ``minirl.losses.policy_loss`` or of the training loop; the
+training loop itself has no per-algorithm branches beyond reading these fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+from minirl.advantages import DELTA_MODES
+from minirl.losses import AGGREGATIONS
+
+__all__ = ["ALGORITHMS", "AlgoConfig", "get_algorithm"]
+
+
+@dataclass(frozen=True)
+class AlgoConfig:
+    """Knobs of one policy-gradient algorithm (see ``policy_loss`` for the formulas).
+
+    Attributes:
+        name: a label for plots and tables.
+        delta_mode: how rewards become advantages: ``"rewards"``, ``"centered_rewards"``
+            or ``"normalized_rewards"`` (``compute_deltas``).
+        advantage_level: ``"sequence"`` (one reward per response, the outcome reward) or
+            ``"token"`` (one reward per position, the process reward; deltas per position).
+        importance_ratio: use ρ = π_θ / π_old with π_old fixed during the inner epochs; if False,
+            the loss is the naive −log π_θ · Δ (ratio to the *current* policy, always 1).
+        clip_eps_low, clip_eps_high: clip range [1 − ε_low, 1 + ε_high]; None = no clipping /
+            symmetric.
+        ratio_level: ``"token"`` or ``"sequence"`` (GSPO).
+        aggregation: ``"sequence_mean"``, ``"token_mean"`` or ``"constant"``.
+        inner_epochs: gradient steps on each batch of samples (π_old fixed across them).
+        kl_coef: β of the KL penalty to π_ref (0 = none).
+        ref_refresh_every: copy π_θ into π_ref every this many steps; None = π_ref stays the
+            initial policy.
+        entropy_coef: weight c of an entropy bonus, L ← L − c · mean_pos H(π_θ(· | x)), which
+            slows the collapse of the policy onto one answer per prompt (0 = none).
+    """
+
+    name: str
+    delta_mode: str = "normalized_rewards"
+    advantage_level: str = "sequence"
+    importance_ratio: bool = True
+    clip_eps_low: float | None = 0.2
+    clip_eps_high: float | None = None
+    ratio_level: str = "token"
+    aggregation: str = "sequence_mean"
+    inner_epochs: int = 1
+    kl_coef: float = 0.0
+    ref_refresh_every: int | None = None
+    entropy_coef: float = 0.0
+
+    def __post_init__(self) -> None:
+        if self.delta_mode not in DELTA_MODES:
+            raise ValueError(f"delta_mode must be one of {DELTA_MODES}; got {self.delta_mode!r}")
+        if self.advantage_level not in ("sequence", "token"):
+            raise ValueError(f"advantage_level must be 'sequence' or 'token'; got {self.advantage_level!r}")
+        if self.ratio_level not in ("token", "sequence"):
+            raise ValueError(f"ratio_level must be 'token' or 'sequence'; got {self.ratio_level!r}")
+        if self.aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {AGGREGATIONS}; got {self.aggregation!r}")
+        if not isinstance(self.inner_epochs, int) or self.inner_epochs < 1:
+            raise ValueError(f"inner_epochs must be a positive int; got {self.inner_epochs!r}")
+        if self.entropy_coef < 0:
+            raise ValueError(f"entropy_coef must be >= 0; got {self.entropy_coef}")
+        if self.kl_coef < 0:
+            raise ValueError(f"kl_coef must be >= 0; got {self.kl_coef}")
+        if self.ref_refresh_every is not None and self.ref_refresh_every < 1:
+            raise ValueError(f"ref_refresh_every must be a positive int or None; got {self.ref_refresh_every!r}")
+        if not self.importance_ratio and self.clip_eps_low is not None:
+            raise ValueError("clipping needs the importance ratio: set clip_eps_low=None when importance_ratio=False")
+
+    def with_(self, **changes) -> AlgoConfig:
+        """A copy with some knobs changed, e.g. ``ALGORITHMS['grpo'].with_(kl_coef=0.1)``."""
+        known = {f.name for f in fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise ValueError(f"unknown AlgoConfig field(s) {unknown}; known: {sorted(known)}")
+        return replace(self, **changes)
+
+
+_NAIVE = AlgoConfig("naive", delta_mode="rewards", importance_ratio=False, clip_eps_low=None)
+_BASELINED = _NAIVE.with_(name="baselined", delta_mode="centered_rewards")
+_NORMALIZED = _BASELINED.with_(name="normalized", delta_mode="normalized_rewards")
+_UNCLIPPED = _NORMALIZED.with_(name="unclipped", importance_ratio=True, inner_epochs=4)
+_CLIPPED = _UNCLIPPED.with_(name="clipped", clip_eps_low=0.2)
+_GRPO = _CLIPPED.with_(name="grpo", kl_coef=0.01, ref_refresh_every=20)
+_DAPO = _CLIPPED.with_(name="dapo", clip_eps_low=0.2, clip_eps_high=0.28, aggregation="token_mean")
+_GSPO = _CLIPPED.with_(name="gspo", ratio_level="sequence", clip_eps_low=0.1, clip_eps_high=0.1)
+_DR_GRPO = _CLIPPED.with_(name="dr_grpo", delta_mode="centered_rewards", aggregation="constant")
+
+ALGORITHMS: dict[str, AlgoConfig] = {
+    a.name: a for a in (_NAIVE, _BASELINED, _NORMALIZED, _UNCLIPPED, _CLIPPED, _GRPO, _DAPO, _GSPO, _DR_GRPO)
+}
+
+
+def get_algorithm(algo: str | AlgoConfig) -> AlgoConfig:
+    """A preset by name, or the config itself."""
+    if isinstance(algo, AlgoConfig):
+        return algo
+    if algo not in ALGORITHMS:
+        raise ValueError(f"unknown algorithm {algo!r}; choose one of {sorted(ALGORITHMS)} or pass an AlgoConfig")
+    return ALGORITHMS[algo]

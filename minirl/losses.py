@@ -1,0 +1,256 @@
+"""Policy-gradient losses: the ladder's ``compute_loss`` and the one general ``policy_loss``.
+
+Notation, per token t of response i of a prompt's group:
+
+    ρ_t      = π_θ(y_t) / π_old(y_t) = exp(log π_θ − log π_old)      importance ratio
+    A        = advantage (one per response, or one per token)
+    clip(ρ)  = min(max(ρ, 1 − ε_low), 1 + ε_high)
+    ℓ_t      = −min(ρ_t A, clip(ρ_t) A) + β · KL_t                   per-token loss
+
+π_old is the policy that *sampled* the batch (fixed while we take several gradient steps on it);
+π_ref is a slowly refreshed snapshot that the KL term keeps us close to. They are different
+models with different jobs: π_old makes reusing samples correct, π_ref keeps the policy from
+drifting far from where it started.
+
+Shapes: log-probs ``[batch, trial, pos]``; advantages ``[batch, trial]`` or ``[batch, trial, pos]``;
+mask ``[batch, trial, pos]`` (1 for real tokens, 0 for padding).
+"""
+
+from __future__ import annotations
+
+import torch
+
+__all__ = ["AGGREGATIONS", "LOSS_MODES", "aggregate", "compute_loss", "kl_estimate", "policy_loss"]
+
+LOSS_MODES = ("naive", "unclipped", "clipped")
+AGGREGATIONS = ("sequence_mean", "token_mean", "constant")
+KL_ESTIMATORS = ("k1", "k2", "k3")
+
+
+def _check_same_shape(**tensors: torch.Tensor | None) -> None:
+    given = {name: t for name, t in tensors.items() if t is not None}
+    shapes = {name: list(t.shape) for name, t in given.items()}
+    if len({tuple(s) for s in shapes.values()}) > 1:
+        described = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(f"shape mismatch: {described}; all must be [batch, trial, pos]")
+    dtypes = {name: t.dtype for name, t in given.items()}
+    if any(not t.is_floating_point() for t in given.values()):
+        raise TypeError(f"log-probabilities must be float tensors; got dtypes {dtypes}")
+
+
+def _expand_advantages(advantages: torch.Tensor, log_probs: torch.Tensor, name: str = "advantages") -> torch.Tensor:
+    """[batch, trial] or [batch, trial, pos] -> [batch, trial, pos], with no silent broadcasting."""
+    if advantages.shape == log_probs.shape:
+        return advantages
+    if advantages.dim() == 2 and advantages.shape == log_probs.shape[:2]:
+        return advantages.unsqueeze(-1).expand_as(log_probs)
+    batch, trial, pos = log_probs.shape
+    raise ValueError(
+        f"{name} must have shape [batch, trial] = [{batch}, {trial}] or [batch, trial, pos] = "
+        f"[{batch}, {trial}, {pos}] to match log_probs; got {list(advantages.shape)}"
+    )
+
+
+def _clipped_surrogate(ratio: torch.Tensor, adv: torch.Tensor, eps_low: float | None, eps_high: float | None):
+    """min(ρ A, clip(ρ, 1 − ε_low, 1 + ε_high) A); no clipping when eps_low is None."""
+    unclipped = ratio * adv
+    if eps_low is None:
+        return unclipped
+    clipped = ratio.clamp(1.0 - eps_low, 1.0 + (eps_low if eps_high is None else eps_high)) * adv
+    return torch.minimum(unclipped, clipped)
+
+
+def compute_loss(
+    log_probs: torch.Tensor,
+    deltas: torch.Tensor,
+    mode: str = "naive",
+    old_log_probs: torch.Tensor | None = None,
+    epsilon: float = 0.2,
+) -> torch.Tensor:
+    """The three rungs of the ladder, as a scalar to minimise (mean over batch, trial and pos).
+
+    log_probs[batch, trial, pos], deltas[batch, trial], old_log_probs[batch, trial, pos]:
+
+    - ``"naive"``:     L = −mean( log π_θ · Δ )
+    - ``"unclipped"``: L = −mean( ρ · Δ ),  ρ = exp(log π_θ − log π_old)
+    - ``"clipped"``:   L = −mean( min(ρ Δ, clip(ρ, 1 − ε, 1 + ε) Δ) )   (PPO)
+
+    At θ = θ_old all three have the same gradient, −mean(Δ ∇ log π_θ); they differ once we take
+    several steps on the same samples.
+    """
+    if mode not in LOSS_MODES:
+        raise ValueError(f"mode must be one of {LOSS_MODES}; got {mode!r}")
+    if log_probs.dim() != 3:
+        raise ValueError(f"log_probs must have shape [batch, trial, pos]; got {list(log_probs.shape)}")
+    if deltas.dim() != 2 or deltas.shape != log_probs.shape[:2]:
+        raise ValueError(
+            f"deltas must have shape [batch, trial] = {list(log_probs.shape[:2])} to match log_probs "
+            f"{list(log_probs.shape)}; got {list(deltas.shape)}"
+        )
+    deltas = deltas.unsqueeze(-1)  # [batch, trial, 1]: one delta for every token of the response
+    if mode == "naive":
+        return -(log_probs * deltas).mean()
+    if old_log_probs is None:
+        raise ValueError(f"mode {mode!r} needs old_log_probs (log π_old of the sampled tokens)")
+    _check_same_shape(log_probs=log_probs, old_log_probs=old_log_probs)
+    ratio = torch.exp(log_probs - old_log_probs.detach())
+    eps = epsilon if mode == "clipped" else None
+    return -_clipped_surrogate(ratio, deltas, eps, eps).mean()
+
+
+def kl_estimate(
+    log_probs: torch.Tensor, ref_log_probs: torch.Tensor, estimator: str = "k3", max_log_ratio: float | None = None
+) -> torch.Tensor:
+    """Per-token estimate of KL(π_θ ‖ π_ref) from tokens sampled from π_θ (elementwise, same shape).
+
+    With log-ratio ℓ = log π_ref(y) − log π_θ(y):
+
+    - ``"k1"``: −ℓ                   unbiased, can be negative, high variance
+    - ``"k2"``: ℓ² / 2               biased (low for close policies), always ≥ 0
+    - ``"k3"``: exp(ℓ) − ℓ − 1       unbiased and always ≥ 0 (the GRPO choice)
+
+    ``max_log_ratio`` (e.g. 20) clamps ℓ to [−max, max] so that exp(ℓ) cannot overflow to inf
+    when π_θ has pushed a sampled token's probability towards 0; None = the exact formula.
+    """
+    if estimator not in KL_ESTIMATORS:
+        raise ValueError(f"estimator must be one of {KL_ESTIMATORS}; got {estimator!r}")
+    if log_probs.shape != ref_log_probs.shape:
+        raise ValueError(
+            f"shape mismatch: log_probs {list(log_probs.shape)}, ref_log_probs {list(ref_log_probs.shape)}"
+        )
+    log_ratio = ref_log_probs - log_probs
+    if max_log_ratio is not None:
+        log_ratio = log_ratio.clamp(-max_log_ratio, max_log_ratio)
+    if estimator == "k1":
+        return -log_ratio
+    if estimator == "k2":
+        return 0.5 * log_ratio**2
+    return torch.exp(log_ratio) - log_ratio - 1.0
+
+
+def aggregate(
+    per_token: torch.Tensor, mask: torch.Tensor, aggregation: str = "sequence_mean", max_length: int | None = None
+) -> torch.Tensor:
+    """Reduce a per-token quantity ``[batch, trial, pos]`` over the real tokens (mask = 1) to a scalar.
+
+    - ``"sequence_mean"`` (GRPO):   mean_i [ Σ_t m_it x_it / Σ_t m_it ]
+      every response weighs the same; a token of a short response weighs more than one of a long one.
+    - ``"token_mean"`` (DAPO):      Σ_it m_it x_it / Σ_it m_it
+      every token weighs the same; long responses weigh more.
+    - ``"constant"`` (Dr GRPO):     Σ_it m_it x_it / (N_seq · max_length)
+      a fixed normaliser, so no length-dependent weighting at all.
+
+    A row whose mask is all zero contributes 0 (denominators are clamped to at least 1).
+    """
+    if aggregation not in AGGREGATIONS:
+        raise ValueError(f"aggregation must be one of {AGGREGATIONS}; got {aggregation!r}")
+    mask = mask.to(per_token.dtype)
+    masked = per_token * mask
+    if aggregation == "sequence_mean":
+        per_sequence = masked.sum(dim=-1) / mask.sum(dim=-1).clamp(min=1.0)
+        return per_sequence.mean()
+    if aggregation == "token_mean":
+        return masked.sum() / mask.sum().clamp(min=1.0)
+    length = per_token.shape[-1] if max_length is None else max_length
+    if length < per_token.shape[-1]:
+        raise ValueError(f"max_length must be >= the number of positions {per_token.shape[-1]}; got {length}")
+    n_sequences = per_token.shape[0] * per_token.shape[1]
+    return masked.sum() / (n_sequences * length)
+
+
+def policy_loss(
+    log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor | None,
+    advantages: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    clip_eps_low: float | None = 0.2,
+    clip_eps_high: float | None = None,
+    ratio_level: str = "token",
+    aggregation: str = "sequence_mean",
+    ref_log_probs: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    max_length: int | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The one clipped surrogate behind PPO, GRPO, DAPO, GSPO and Dr GRPO.
+
+        ρ_t = exp(log π_θ(y_t) − log π_old(y_t))                           ratio_level="token"
+        ρ_t = exp( (1/|y|) Σ_s m_s (log π_θ(y_s) − log π_old(y_s)) )         ratio_level="sequence" (GSPO)
+        ℓ_t = −min(ρ_t A_t, clip(ρ_t, 1 − ε_low, 1 + ε_high) A_t) + β · k3(π_θ ‖ π_ref)_t
+        L   = aggregate(ℓ, mask, aggregation)
+
+    Args:
+        log_probs: log π_θ of the sampled tokens, ``[batch, trial, pos]``, with gradient.
+        old_log_probs: log π_old of the same tokens (the sampling policy), same shape; ``None``
+            means "the current policy, detached" (ratio ≡ 1, gradient = REINFORCE).
+        advantages: ``[batch, trial]`` (one per response, broadcast over its tokens) or
+            ``[batch, trial, pos]`` (one per token, e.g. from a process reward).
+        mask: ``[batch, trial, pos]``, 1 for real tokens and 0 for padding; ``None`` = all real.
+        clip_eps_low, clip_eps_high: the clip range [1 − ε_low, 1 + ε_high]; ``clip_eps_high=None``
+            means symmetric (= ε_low); ``clip_eps_low=None`` turns clipping off.
+        ratio_level: ``"token"`` (PPO/GRPO) or ``"sequence"`` (GSPO).
+        aggregation: ``"sequence_mean"`` (GRPO), ``"token_mean"`` (DAPO) or ``"constant"`` (Dr GRPO).
+        ref_log_probs: log π_ref of the same tokens for the KL penalty (needed when kl_coef > 0).
+        kl_coef: β, the weight of the per-token k3 KL estimate.
+        max_length: the constant of the ``"constant"`` aggregation (default: the pos axis size).
+
+    Returns:
+        ``(loss, metrics)`` with metrics ``clip_frac_low`` / ``clip_frac_high`` (fraction of real
+        tokens where the lower / upper clip is active, i.e. ρ < 1 − ε_low with A < 0, or
+        ρ > 1 + ε_high with A > 0), ``ratio_mean``, ``ratio_max``, ``kl`` (mean k3 over real
+        tokens; 0 without ref_log_probs) and ``pg_loss`` (the loss without the KL term).
+    """
+    if log_probs.dim() != 3:
+        raise ValueError(f"log_probs must have shape [batch, trial, pos]; got {list(log_probs.shape)}")
+    if old_log_probs is None:
+        old_log_probs = log_probs.detach()
+    _check_same_shape(log_probs=log_probs, old_log_probs=old_log_probs, ref_log_probs=ref_log_probs)
+    if mask is None:
+        mask = torch.ones_like(log_probs)
+    elif mask.shape != log_probs.shape:
+        raise ValueError(f"shape mismatch: mask {list(mask.shape)}, log_probs {list(log_probs.shape)}; "
+                         "mask must be [batch, trial, pos]")
+    if ratio_level not in ("token", "sequence"):
+        raise ValueError(f"ratio_level must be 'token' or 'sequence'; got {ratio_level!r}")
+    if clip_eps_low is not None and not clip_eps_low > 0:
+        raise ValueError(f"clip_eps_low must be > 0 or None; got {clip_eps_low}")
+    if clip_eps_high is not None and not clip_eps_high > 0:
+        raise ValueError(f"clip_eps_high must be > 0 or None; got {clip_eps_high}")
+    if kl_coef and ref_log_probs is None:
+        raise ValueError(f"kl_coef = {kl_coef} needs ref_log_probs (log π_ref of the sampled tokens)")
+    adv = _expand_advantages(advantages, log_probs).detach()
+    mask = mask.to(log_probs.dtype)
+
+    log_ratio = (log_probs - old_log_probs.detach()) * mask
+    if ratio_level == "sequence":
+        seq_log_ratio = log_ratio.sum(dim=-1, keepdim=True) / mask.sum(dim=-1, keepdim=True).clamp(min=1.0)
+        log_ratio = seq_log_ratio.expand_as(log_probs)
+    ratio = torch.exp(log_ratio)
+
+    per_token = -_clipped_surrogate(ratio, adv, clip_eps_low, clip_eps_high)
+    pg_loss = aggregate(per_token, mask, aggregation, max_length)
+
+    kl = torch.zeros((), dtype=log_probs.dtype)
+    loss = pg_loss
+    if ref_log_probs is not None:
+        kl_per_token = kl_estimate(log_probs, ref_log_probs.detach(), "k3", max_log_ratio=20.0)
+        kl = aggregate(kl_per_token.detach(), mask, "token_mean")
+        if kl_coef:
+            loss = aggregate(per_token + kl_coef * kl_per_token, mask, aggregation, max_length)
+
+    with torch.no_grad():
+        n_real = mask.sum().clamp(min=1.0)
+        low = 1.0 - clip_eps_low if clip_eps_low is not None else -float("inf")
+        eps_high = clip_eps_low if clip_eps_high is None else clip_eps_high
+        high = 1.0 + eps_high if clip_eps_low is not None else float("inf")
+        clipped_low = ((ratio < low) & (adv < 0)).to(mask.dtype) * mask
+        clipped_high = ((ratio > high) & (adv > 0)).to(mask.dtype) * mask
+        metrics = {
+            "clip_frac_low": float(clipped_low.sum() / n_real),
+            "clip_frac_high": float(clipped_high.sum() / n_real),
+            "ratio_mean": float((ratio * mask).sum() / n_real),
+            "ratio_max": float(ratio.masked_fill(mask == 0, 0.0).max()) if mask.any() else 1.0,
+            "kl": float(kl),
+            "pg_loss": float(pg_loss),
+        }
+    return loss, metrics

@@ -1,0 +1,106 @@
+"""Reward curves over several seeds: mean line, shaded band, centred smoothing, seed count in the legend."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from minirl.history import History
+
+__all__ = ["METRIC_LABELS", "plot_reward_curves", "smooth_centered"]
+
+METRIC_LABELS = {
+    "reward": "mean reward per sample",
+    "exact_match": "sampled responses exactly sorted (fraction)",
+    "greedy_exact": "greedy responses exactly sorted (fraction, held-out)",
+    "sampled_exact": "sampled responses exactly sorted (fraction, held-out)",
+    "greedy_position_acc": "greedy positions correct (fraction, held-out)",
+    "entropy": "policy entropy per position (nats)",
+    "kl": "KL(π_θ ‖ π_ref) per token (nats, k3)",
+    "clip_frac_low": "tokens clipped at 1 − ε_low (fraction)",
+    "clip_frac_high": "tokens clipped at 1 + ε_high (fraction)",
+    "loss": "loss",
+    "success_rate": "episodes reaching the goal (fraction)",
+    "greedy_success": "greedy episode reaches the goal (fraction)",
+    "exact_return": "exact expected return from the start",
+    "value_loss": "value loss",
+}
+X_LABELS = {"step": "training step", "wall_time": "wall time (s)", "episodes": "episodes sampled"}
+
+
+def smooth_centered(values: np.ndarray, window: int) -> np.ndarray:
+    """Centred moving average of a 1-D array; the window shrinks at the edges (same length out)."""
+    values = np.asarray(values, dtype=float)
+    if window <= 1 or len(values) == 0:
+        return values
+    half = window // 2
+    cumsum = np.concatenate([[0.0], np.cumsum(values)])
+    idx = np.arange(len(values))
+    lo, hi = np.clip(idx - half, 0, len(values)), np.clip(idx + half + 1, 0, len(values))
+    return (cumsum[hi] - cumsum[lo]) / (hi - lo)
+
+
+def _curve(history: History, metric: str, x: str) -> tuple[np.ndarray, np.ndarray]:
+    if history.records and metric in history.records[0]:
+        return history[x], history[metric]
+    if history.evals and metric in history.evals[0]:
+        return history.eval_metric(x)[1], history.eval_metric(metric)[1]
+    known = history.metrics + (list(history.evals[0]) if history.evals else [])
+    raise KeyError(f"metric {metric!r} is not recorded in History {history.label!r}; known: {sorted(set(known))}")
+
+
+def plot_reward_curves(
+    runs: Mapping[str, Sequence[History]],
+    metric: str = "reward",
+    ax=None,
+    smooth: int | None = None,
+    band: str = "std",
+    x: str = "step",
+    title: str | None = None,
+):
+    """One line per label: the mean over seeds of ``metric`` with a shaded band.
+
+    Args:
+        runs: ``{label: [History, ...]}``, one History per seed.
+        metric: a per-step metric (``"reward"``, ``"entropy"``, ...) or an evaluation metric
+            (``"greedy_exact"``, ...).
+        ax: a matplotlib Axes to draw on (default: a new figure).
+        smooth: centred moving-average window in points (default: about 1/20 of the run).
+        band: ``"std"`` (mean ± one standard deviation over seeds) or ``"minmax"``.
+        x: ``"step"``, ``"wall_time"`` or ``"episodes"`` (maze).
+
+    Runs of different lengths (stopped early by a time budget) are cut to the shortest.
+    Returns the Axes.
+    """
+    import matplotlib.pyplot as plt
+
+    if band not in ("std", "minmax"):
+        raise ValueError(f"band must be 'std' or 'minmax'; got {band!r}")
+    if not runs:
+        raise ValueError("runs is empty: pass {label: [History, ...]}")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(7, 4.2))
+    for label, histories in runs.items():
+        if isinstance(histories, History):
+            histories = [histories]
+        if not histories:
+            raise ValueError(f"no History for label {label!r}")
+        curves = [_curve(h, metric, x) for h in histories]
+        n = min(len(ys) for _, ys in curves)
+        xs = curves[0][0][:n]
+        ys = np.stack([c[1][:n] for c in curves])  # [seed, point]
+        window = smooth if smooth is not None else max(1, n // 20)
+        ys = np.stack([smooth_centered(y, window) for y in ys])
+        mean = ys.mean(axis=0)
+        lo, hi = (mean - ys.std(axis=0), mean + ys.std(axis=0)) if band == "std" else (ys.min(0), ys.max(0))
+        seeds = f"{len(histories)} seed{'s' if len(histories) != 1 else ''}"
+        (line,) = ax.plot(xs, mean, label=f"{label} ({seeds})")
+        ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
+    ax.set_xlabel(X_LABELS.get(x, x))
+    ax.set_ylabel(METRIC_LABELS.get(metric, metric))
+    band_text = "± 1 std over seeds" if band == "std" else "min–max over seeds"
+    ax.set_title(title if title is not None else f"{metric} (mean, band {band_text})")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="best", fontsize="small")
+    return ax

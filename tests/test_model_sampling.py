@@ -1,0 +1,92 @@
+"""TinyEncoderDecoder, sampling and log-probabilities."""
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+from einops import einsum
+
+from minirl import TinyEncoderDecoder, compute_log_probs, greedy_responses, sample_responses, token_entropy
+
+
+def small_model(seed=0, vocab=5, dim=4, length=3):
+    return TinyEncoderDecoder(vocab, dim, length, length, generator=torch.Generator().manual_seed(seed))
+
+
+def test_forward_shape_and_formula():
+    model = small_model()
+    prompts = torch.tensor([[3, 1, 2], [0, 0, 4]])
+    logits = model(prompts)
+    assert logits.shape == (2, 3, 5)
+    # the formula written out with explicit loops for prompt 0, response position 1, token 2
+    e, enc, dec = model.embedding, model.encode_weights, model.decode_weights
+    h = sum(e[prompts[0, i]] @ enc[i] for i in range(3))
+    d = h @ dec[1]
+    assert logits[0, 1, 2].item() == pytest.approx((d @ e[2]).item(), rel=1e-5)
+    # the output embedding is the input embedding (tied)
+    again = einsum(einsum(e[prompts], enc, "b p i, p i o -> b o"), dec, "b i, p i o -> b p o") @ e.T
+    torch.testing.assert_close(logits, again)
+
+
+def test_initial_policy_is_close_to_uniform():
+    model = TinyEncoderDecoder(10, 32, 5, 5, generator=torch.Generator().manual_seed(0))
+    prompts = torch.randint(0, 10, (64, 5), generator=torch.Generator().manual_seed(1))
+    entropy = token_entropy(model, prompts)
+    assert entropy.shape == (64, 5)
+    assert entropy.mean().item() > 0.9 * math.log(10)
+
+
+def test_model_bad_input():
+    model = small_model()
+    with pytest.raises(ValueError, match=r"prompts must have shape \[batch, pos\] = \[batch, 3\]; got \[2, 4\]"):
+        model(torch.zeros(2, 4, dtype=torch.long))
+    with pytest.raises(TypeError, match="LongTensor"):
+        model(torch.zeros(2, 3))
+    with pytest.raises(ValueError, match="embedding_dim must be a positive int; got 0"):
+        TinyEncoderDecoder(5, 0, 3, 3)
+
+
+def test_sample_responses_shape_range_and_determinism():
+    model = small_model()
+    prompts = torch.tensor([[3, 1, 2], [0, 0, 4]])
+    a = sample_responses(model, prompts, 6, generator=torch.Generator().manual_seed(7))
+    b = sample_responses(model, prompts, 6, generator=torch.Generator().manual_seed(7))
+    c = sample_responses(model, prompts, 6, generator=torch.Generator().manual_seed(8))
+    assert a.shape == (2, 6, 3) and a.dtype == torch.long
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert int(a.min()) >= 0 and int(a.max()) < 5
+
+
+def test_sampling_frequencies_match_the_policy():
+    model = small_model(dim=8)
+    prompts = torch.tensor([[4, 0, 2]])
+    samples = sample_responses(model, prompts, 20000, generator=torch.Generator().manual_seed(0))
+    probs = F.softmax(model(prompts), dim=-1)[0]  # [pos, vocab]
+    freq = F.one_hot(samples[0], 5).float().mean(0)  # [pos, vocab]
+    assert (freq - probs).abs().max().item() < 0.015  # 4-5 standard errors at n = 20000
+
+
+def test_low_temperature_is_nearly_greedy():
+    model = small_model(dim=8)
+    prompts = torch.tensor([[4, 0, 2], [1, 1, 3]])
+    cold = sample_responses(model, prompts, 50, temperature=1e-3, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(cold, greedy_responses(model, prompts).expand(-1, 50, -1))
+    with pytest.raises(ValueError, match="temperature must be > 0"):
+        sample_responses(model, prompts, 2, temperature=0.0)
+    with pytest.raises(ValueError, match="num_responses must be a positive int; got 0"):
+        sample_responses(model, prompts, 0)
+
+
+def test_compute_log_probs_values():
+    model = small_model()
+    prompts = torch.tensor([[3, 1, 2]])
+    responses = torch.tensor([[[0, 1, 2], [4, 4, 4]]])
+    lp = compute_log_probs(prompts, responses, model)
+    assert lp.shape == (1, 2, 3)
+    table = F.log_softmax(model(prompts), dim=-1)[0]  # [pos, vocab]
+    expected = torch.stack([table[torch.arange(3), responses[0, t]] for t in range(2)]).unsqueeze(0)
+    torch.testing.assert_close(lp, expected)
+    assert (lp <= 0).all()
+    with pytest.raises(ValueError, match=r"responses must have shape \[batch, trial, pos\] with batch = 1"):
+        compute_log_probs(prompts, responses[0], model)

@@ -1,0 +1,39 @@
+"""toy_envs: small environments for learning RL for LLMs.
+
+- ``toy_envs.maze``: a grid maze (a multi-step MDP, Gymnasium API) with exact expected returns.
+- ``toy_envs.sorting``: the number-sorting task (a contextual bandit whose actions are sequences).
+"""
+
+from toy_envs.maze import (
+    ACTION_NAMES,
+    DEFAULT_LAYOUT,
+    Maze,
+    draw_maze,
+    expected_returns,
+    monte_carlo_returns,
+    uniform_policy,
+)
+from toy_envs.sorting import (
+    REWARDS,
+    SortingTask,
+    exact_match_reward,
+    format_example,
+    sort_distance_reward,
+    sort_inclusion_ordering_reward,
+)
+
+__all__ = [
+    "ACTION_NAMES",
+    "DEFAULT_LAYOUT",
+    "Maze",
+    "REWARDS",
+    "SortingTask",
+    "draw_maze",
+    "exact_match_reward",
+    "expected_returns",
+    "format_example",
+    "monte_carlo_returns",
+    "sort_distance_reward",
+    "sort_inclusion_ordering_reward",
+    "uniform_policy",
+]
