@@ -1,0 +1,14 @@
+"""Checks a learner runs right under each exercise: ``check_<function>(fn) -> bool``, one printed line.
+
+    ok = check_compute_deltas(compute_deltas)
+    compute_deltas = use_reference(compute_deltas, minirl.compute_deltas, ok)
+
+See ``minirl.checks._core`` for the pattern and strict mode (``MINIRL_STRICT=1``). One module per
+chapter; adding a chapter's checks is one star-import line below (its ``__all__`` lists them).
+"""
+
+from minirl.checks._core import *  # noqa: F403
+from minirl.checks._core import __all__ as _core_all
+from minirl.checks.ladder import *  # noqa: F403
+
+__all__ = sorted({*_core_all, "tiny_forward", *(name for name in dict(globals()) if name.startswith("check_"))})

@@ -1,0 +1,301 @@
+"""The machinery behind the checks a learner runs right under each exercise.
+
+A check is ``check_<name>(learner_fn) -> bool``. It runs a list of small test cases against the
+learner's function and prints ONE line:
+
+    ✅ compute_deltas: all 9 checks passed
+    ❌ compute_deltas: each group's centred rewards should sum to 0; yours sum to [12.0, 4.0, 8.0] — ...
+    ⏳ compute_deltas: not implemented yet — fill in the exercise above, or run the next cell to use ...
+
+It returns True only when everything passed. An exception raised by the learner's function is
+reported in one line (its type and message), never as a wall of traceback. Expected values are
+hand-computed constants or the reference implementation from ``minirl`` / ``toy_envs`` on seeded
+random inputs: a check never compares the learner's function with itself. When a result is wrong,
+the check compares it with the results of the usual mistakes (a flipped sign, a mean over the
+wrong axis, ...) and names the mistake it matches.
+
+With the environment variable ``MINIRL_STRICT=1`` every failure, an unimplemented stub included,
+raises ``AssertionError`` with the same message (to verify a finished notebook, or to run the
+solution notebooks in CI). Without it a check never raises, so a learner notebook full of stubs
+still runs to the end.
+
+The notebook pattern, three cells per exercise::
+
+    def compute_deltas(rewards, mode):                       # 1. the exercise (stub in notebooks/)
+        raise NotImplementedError("subtract the group mean")
+
+    ok = check_compute_deltas(compute_deltas)                # 2. the check: one line
+
+    compute_deltas = use_reference(compute_deltas, minirl.compute_deltas, ok)   # 3. the fallback
+
+Cell 3 keeps the learner's function when the check passed and otherwise swaps in the library's
+reference (saying so), so a learner who is stuck can still run the rest of the notebook.
+
+Writing a check: decorate a body ``(c: Check, fn) -> None`` with ``@exercise_check("name")``; inside,
+call the learner's function through ``c.call`` and assert with ``c.expect`` / ``c.shape`` /
+``c.close`` / ``c.equal_number``; each passed assertion counts as one check.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
+
+import torch
+
+__all__ = [
+    "STRICT_ENV",
+    "Check",
+    "CheckFailure",
+    "NotImplementedYet",
+    "exercise_check",
+    "format_tensor",
+    "strict_mode",
+    "use_reference",
+]
+
+STRICT_ENV = "MINIRL_STRICT"
+RTOL, ATOL = 1e-4, 1e-5
+
+
+def strict_mode() -> bool:
+    """True when ``MINIRL_STRICT`` is set to anything but "", "0", "false", "no"."""
+    return os.environ.get(STRICT_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+class CheckFailure(Exception):
+    """A check found a problem; the message is the one line shown to the learner."""
+
+
+class NotImplementedYet(Exception):
+    """The learner's function still raises NotImplementedError."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Formatting
+# ---------------------------------------------------------------------------------------------
+
+
+def _number(x: float) -> str:
+    if math.isnan(x) or math.isinf(x):
+        return str(x)
+    x = round(x, 4)
+    return f"{x:.4g}" if x != int(x) or abs(x) >= 1e6 else f"{x:.1f}"
+
+
+def format_tensor(t: Any, max_items: int = 12) -> str:
+    """A short one-line form of a small tensor (values rounded), or of its shape and first values."""
+    if not isinstance(t, torch.Tensor):
+        return repr(t)
+    values = t.detach().to("cpu")
+    if values.is_floating_point() or values.is_complex():
+        values = values.double()
+    if values.dim() == 0:
+        return _number(float(values))
+    if values.numel() <= max_items:
+        return _nested(values.tolist())
+    head = ", ".join(_number(float(v)) for v in values.flatten()[:4])
+    return f"<tensor of shape {list(values.shape)}: {head}, …>"
+
+
+def _nested(values: Any) -> str:
+    if isinstance(values, list):
+        return "[" + ", ".join(_nested(v) for v in values) + "]"
+    return _number(float(values))
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _shape_str(shape: Sequence[int]) -> str:
+    return "[" + ", ".join(str(int(s)) for s in shape) + "]"
+
+
+# ---------------------------------------------------------------------------------------------
+# The assertions
+# ---------------------------------------------------------------------------------------------
+
+
+def _close(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float) -> bool:
+    if got.shape != want.shape:
+        return False
+    got, want = got.detach().double(), want.detach().double()
+    return bool(torch.allclose(got, want, rtol=rtol, atol=atol, equal_nan=False))
+
+
+def _where_differs(got: torch.Tensor, want: torch.Tensor) -> str:
+    """'at [0, 2]: expected 1.5, got 0.7' for the entry with the largest difference."""
+    diff = (got.detach().double() - want.detach().double()).abs().nan_to_num(nan=float("inf"))
+    flat = int(diff.flatten().argmax())
+    index = list(torch.unravel_index(torch.tensor(flat), got.shape)) if got.dim() else []
+    idx = tuple(int(i) for i in index)
+    at = f" at {list(idx)}" if idx else ""
+    return f"{at}: expected {_number(float(want[idx]))}, got {_number(float(got[idx]))}"
+
+
+class Check:
+    """The state of one running check: its name and how many assertions passed."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.passed = 0
+
+    def fail(self, message: str) -> NoReturn:
+        """Stop the check with a one-line message in the learner's terms."""
+        raise CheckFailure(message)
+
+    def expect(self, condition: bool, message: str) -> None:
+        """One assertion: fail with ``message`` unless ``condition``."""
+        if not condition:
+            self.fail(message)
+        self.passed += 1
+
+    def call(self, fn: Callable, *args: Any, call: str = "", hints: Sequence[tuple[str, str]] = (), **kwargs: Any):
+        """Call the learner's function. NotImplementedError stops the check as "not implemented yet";
+        any other exception becomes a one-line failure naming its type and message, followed by the
+        first hint whose key occurs in the message (``hints`` = [(substring, hint), ...])."""
+        try:
+            return fn(*args, **kwargs)
+        except NotImplementedError:
+            raise NotImplementedYet from None
+        except Exception as exc:  # the learner's code: anything can happen
+            text = _one_line(exc) or "(no message)"
+            where = f" on {call}" if call else ""
+            message = f"your function raised {type(exc).__name__}{where}: {text}"
+            for key, hint in hints:
+                if key.lower() in str(exc).lower():
+                    message += f" — {hint}"
+                    break
+            raise CheckFailure(message) from None
+
+    def tensor(self, got: Any, what: str) -> torch.Tensor:
+        """Assert that ``got`` is a tensor (one check); return it."""
+        if not isinstance(got, torch.Tensor):
+            extra = " (.item() and float() cut the tensor off the graph)" if isinstance(got, (float, int)) else ""
+            self.fail(f"{what} should be a torch.Tensor; got {type(got).__name__}{extra}")
+        self.passed += 1
+        return got
+
+    def shape(self, got: Any, expected: Sequence[int], axes: str, what: str,
+              hints: dict[tuple[int, ...], str] | None = None) -> torch.Tensor:
+        """Assert a tensor's shape (one check), e.g. axes "batch, trial, pos":
+        "expected shape [batch, trial, pos] = [2, 4, 3], got [2, 3]" plus the hint for that wrong shape."""
+        got = self.tensor(got, what)
+        if tuple(got.shape) != tuple(expected):
+            message = f"{what}: expected shape [{axes}] = {_shape_str(expected)}, got {_shape_str(got.shape)}"
+            hint = (hints or {}).get(tuple(got.shape))
+            self.fail(f"{message} — {hint}" if hint else message)
+        self.passed += 1
+        return got
+
+    def close(
+        self,
+        got: torch.Tensor,
+        want: torch.Tensor,
+        what: str,
+        mistakes: Sequence[tuple[torch.Tensor | None, str]] = (),
+        rtol: float = RTOL,
+        atol: float = ATOL,
+    ) -> None:
+        """Assert ``got`` ≈ ``want`` (one check). Otherwise, if ``got`` matches the value of a known
+        mistake, fail with that mistake's message; else show expected vs got."""
+        got = self.tensor(got, what).detach()
+        if _close(got, want, rtol, atol):
+            self.passed += 1
+            return
+        for wrong, message in mistakes:
+            if wrong is not None and _close(got, wrong, rtol, atol):
+                self.fail(f"{what}: {message}")
+        if got.shape != want.shape:
+            self.fail(f"{what}: expected shape {_shape_str(want.shape)}, got {_shape_str(got.shape)}")
+        if want.numel() <= 12:
+            self.fail(f"{what}: expected {format_tensor(want)}, got {format_tensor(got)}")
+        self.fail(f"{what}: wrong values{_where_differs(got, want)}")
+
+    def equal_number(self, got: Any, want: float, what: str) -> float:
+        """Assert that ``got`` is a number equal to ``want`` (one check); return it as a float."""
+        try:
+            value = float(got)
+        except (TypeError, ValueError):
+            self.fail(f"{what}: expected a number, got {type(got).__name__} {_one_line(repr(got), 60)}")
+        self.expect(math.isclose(value, want, rel_tol=1e-6, abs_tol=1e-9),
+                    f"{what}: expected {_number(want)}, got {_number(value)}")
+        return value
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a check
+# ---------------------------------------------------------------------------------------------
+
+
+def _not_implemented_line(name: str) -> str:
+    return (f"⏳ {name}: not implemented yet — fill in the exercise above, "
+            "or run the next cell to use the reference version")
+
+
+def _report(line: str, ok: bool) -> bool:
+    print(line)
+    if not ok and strict_mode():
+        raise AssertionError(line)
+    return ok
+
+
+def run_check(name: str, body: Callable[[Check, Callable], None], fn: Any) -> bool:
+    """Run ``body(check, fn)``, print its one line, return True if it passed (see module docstring)."""
+    if not callable(fn):
+        return _report(f"❌ {name}: expected a function, got {type(fn).__name__} — pass the function itself, "
+                       f"without calling it: check_{name}({name})", False)
+    c = Check(name)
+    try:
+        body(c, fn)
+    except NotImplementedYet:
+        return _report(_not_implemented_line(name), False)
+    except CheckFailure as failure:
+        return _report(f"❌ {name}: {_one_line(failure, 400)}", False)
+    except Exception as exc:  # the result had a form the check could not even inspect
+        return _report(f"❌ {name}: could not check your result ({type(exc).__name__}: {_one_line(exc)})", False)
+    return _report(f"✅ {name}: all {c.passed} checks passed", True)
+
+
+def exercise_check(name: str) -> Callable[[Callable[[Check, Callable], None]], Callable[[Any], bool]]:
+    """Decorator: turn a body ``(c: Check, fn) -> None`` into ``check_<name>(fn) -> bool``."""
+
+    def decorate(body: Callable[[Check, Callable], None]) -> Callable[[Any], bool]:
+        def check(fn: Any) -> bool:
+            return run_check(name, body, fn)
+
+        check.__name__ = check.__qualname__ = f"check_{name}"
+        check.__doc__ = body.__doc__
+        check.__module__ = body.__module__
+        return check
+
+    return decorate
+
+
+def _qualified(fn: Callable) -> str:
+    """The shortest public dotted name of ``fn``: ``minirl.compute_deltas`` rather than ``minirl.advantages...``."""
+    name = getattr(fn, "__name__", repr(fn))
+    parts = (getattr(fn, "__module__", "") or "").split(".")
+    for end in range(1, len(parts) + 1):
+        prefix = ".".join(parts[:end])
+        if prefix and prefix != "__main__" and getattr(sys.modules.get(prefix), name, None) is fn:
+            return f"{prefix}.{name}"
+    return name
+
+
+def use_reference(learner_fn: Callable | None, reference_fn: Callable, passed: bool) -> Callable:
+    """``learner_fn`` if its check passed, else ``reference_fn`` (with a one-line note).
+
+    The notebook's fallback cell: ``compute_deltas = use_reference(compute_deltas, minirl.compute_deltas, ok)``.
+    """
+    name = getattr(learner_fn, "__name__", None) or getattr(reference_fn, "__name__", "function")
+    if passed and learner_fn is not None:
+        print(f"✔ {name}: using your version")
+        return learner_fn
+    print(f"↪ {name}: using the reference {_qualified(reference_fn)} from here on")
+    return reference_fn

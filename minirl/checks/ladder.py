@@ -1,0 +1,588 @@
+"""Checks for the sorting task and the policy-gradient ladder, named after the function they check.
+
+    check_sort_distance_reward(fn)            fn(prompt: list[int], response: list[int]) -> float
+    check_sort_inclusion_ordering_reward(fn)  fn(prompt: list[int], response: list[int]) -> float
+    check_tiny_forward(fn)                    fn(embedding, encode_weights, decode_weights, prompts) -> logits
+    check_compute_log_probs(fn)               fn(prompts, responses, model) -> log_probs[batch, trial, pos]
+    check_compute_deltas(fn)                  fn(rewards, mode) -> deltas[batch, trial]
+    check_compute_loss(fn)                    fn(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2) -> loss
+
+Expected values are hand-computed constants, plus the references (``toy_envs.sorting``,
+``minirl.TinyEncoderDecoder``, ``minirl.compute_log_probs``, ``minirl.compute_deltas``,
+``minirl.compute_loss``) on seeded random inputs. ``compute_deltas`` accepts the unbiased standard
+deviation only (``torch.std``'s default, dividing by trial − 1), as minirl and GRPO use; the
+population std (dividing by trial) is named as a mistake. Any small epsilon (≤ 1e-3) is accepted.
+
+``tiny_forward`` is the reference forward pass for the fallback cell of that exercise:
+``forward = use_reference(forward, tiny_forward, ok)``.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+import random
+from collections.abc import Callable, Sequence
+
+import torch
+import torch.nn.functional as F
+from einops import einsum
+
+from minirl.advantages import compute_deltas as _ref_compute_deltas
+from minirl.checks._core import Check, exercise_check
+from minirl.losses import compute_loss as _ref_compute_loss
+from minirl.model import TinyEncoderDecoder
+from minirl.sampling import compute_log_probs as _ref_compute_log_probs
+from toy_envs.sorting import sort_distance_reward as _ref_sort_distance
+from toy_envs.sorting import sort_inclusion_ordering_reward as _ref_inclusion_ordering
+
+__all__ = [
+    "check_compute_deltas",
+    "check_compute_log_probs",
+    "check_compute_loss",
+    "check_sort_distance_reward",
+    "check_sort_inclusion_ordering_reward",
+    "check_tiny_forward",
+    "tiny_forward",
+]
+
+SEED = 1234
+
+
+def _generator(offset: int = 0) -> torch.Generator:
+    return torch.Generator().manual_seed(SEED + offset)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rewards on lists
+# ---------------------------------------------------------------------------------------------
+
+Case = tuple[list[int], list[int], float]
+
+# (prompt, response, reward), by hand: sorted(prompt) and the positions that match.
+SORT_DISTANCE_CASES: list[Case] = [
+    ([3, 1, 2], [1, 2, 3], 3.0),        # sorted: every position matches
+    ([3, 1, 2], [1, 3, 3], 2.0),        # target 1 2 3: first and last match
+    ([3, 1, 2], [3, 1, 2], 0.0),        # the prompt itself is not the answer
+    ([2, 2, 5], [2, 5, 5], 2.0),        # target 2 2 5: positions 0 and 2
+    ([5, 4, 3, 2, 1], [1, 2, 3, 4, 5], 5.0),
+    ([4, 0], [0, 0], 1.0),              # target 0 4
+    ([1, 2, 3], [3, 2, 1], 1.0),        # only the middle
+    ([7], [7], 1.0),
+]
+
+# inclusion (each prompt item, duplicates again, found in the response) + ordering (adjacent a <= b)
+INCLUSION_ORDERING_CASES: list[Case] = [
+    ([3, 1, 2], [1, 2, 3], 5.0),        # 3 + 2
+    ([2, 2, 5], [2, 5, 5], 5.0),        # 3 + 2: not sorted(prompt), same top score
+    ([2, 2, 5], [5, 5, 5], 3.0),        # 1 + 2: one prompt item (5) is present
+    ([1, 2, 3], [3, 2, 1], 3.0),        # 3 + 0
+    ([4, 4], [4, 0], 2.0),              # 2 + 0: the duplicate 4 counts twice
+    ([0, 7], [7, 7], 2.0),              # 1 + 1: equal neighbours are in order
+    ([1, 2, 3], [1, 1, 1], 3.0),        # 1 + 2: the gameable [x, x, x]
+    ([3, 1, 2], [0, 0, 0], 2.0),        # 0 + 2
+    ([6, 2, 6, 2], [2, 6, 9, 9], 7.0),  # 4 + 3
+]
+
+
+def _random_cases(reward: Callable[[list[int], list[int]], float], n: int = 30) -> list[Case]:
+    rng = random.Random(SEED)
+    cases = []
+    for _ in range(n):
+        length = rng.randint(1, 6)
+        prompt = [rng.randrange(6) for _ in range(length)]
+        response = sorted(prompt) if rng.random() < 0.2 else [rng.randrange(6) for _ in range(length)]
+        cases.append((prompt, response, reward(prompt, response)))
+    return cases
+
+
+def _run_reward(c: Check, fn: Callable, prompt: list[int], response: list[int]) -> float:
+    prompt_copy, response_copy = list(prompt), list(response)
+    got = c.call(fn, prompt_copy, response_copy, call=f"prompt {prompt}, response {response}")
+    if prompt_copy != prompt or response_copy != response:
+        c.fail(f"your function changed its input lists in place (prompt {prompt} became {prompt_copy}): "
+               "use sorted(prompt), which returns a new list, not prompt.sort()")
+    if isinstance(got, numbers.Real) or isinstance(got, torch.Tensor) and got.numel() == 1:
+        return float(got)
+    c.fail(f"on prompt {prompt}, response {response}: expected a number, got {type(got).__name__} {got!r}")
+
+
+def _check_reward_cases(
+    c: Check,
+    fn: Callable,
+    cases: Sequence[Case],
+    mistakes: Sequence[tuple[Callable[[list[int], list[int]], float], str]],
+    explain: Callable[[list[int], list[int]], str],
+) -> None:
+    """Each hand case is one check; if some fail and every answer matches a known mistake, name it."""
+    got = [_run_reward(c, fn, p, r) for p, r, _ in cases]
+    wrong = [(case, value) for case, value in zip(cases, got) if not math.isclose(value, case[2], abs_tol=1e-6)]
+    if wrong:
+        for mistake, message in mistakes:
+            if all(math.isclose(value, mistake(p, r), abs_tol=1e-6) for (p, r, _), value in zip(cases, got)):
+                c.fail(message)
+        (p, r, want), value = wrong[0]
+        c.fail(f"prompt {p}, response {r}: expected {want:g} ({explain(p, r)}), got {value:g}")
+    c.passed += len(cases)
+
+
+def _distance_to(target: Callable[[list[int]], list[int]]) -> Callable[[list[int], list[int]], float]:
+    return lambda p, r: float(sum(a == b for a, b in zip(r, target(p))))
+
+
+_DISTANCE_MISTAKES = [
+    (_distance_to(lambda p: p), "you compared the response with the prompt itself; compare it with sorted(prompt)"),
+    (_distance_to(lambda p: sorted(p, reverse=True)),
+     "you sorted in decreasing order; the target is sorted(prompt), in increasing order"),
+    (lambda p, r: float(sum(v in sorted(p) for v in r)),
+     "you counted response tokens found anywhere in sorted(prompt); count positions i where "
+     "response[i] == sorted(prompt)[i]"),
+    (lambda p, r: float(sum(a != b for a, b in zip(r, sorted(p)))),
+     "you counted the positions that differ; count the positions that match"),
+    (lambda p, r: _ref_sort_distance(p, r) / len(p),
+     "you returned a fraction; the reward is the number of matching positions (0 .. len(prompt))"),
+]
+
+
+@exercise_check("sort_distance_reward")
+def check_sort_distance_reward(c: Check, fn: Callable) -> None:
+    """Check ``sort_distance_reward(prompt, response) -> float``: the number of positions where
+    the response equals sorted(prompt). Catches comparing with the prompt, a decreasing sort,
+    counting membership instead of positions, counting mismatches, returning a fraction."""
+    def explain(p: list[int], r: list[int]) -> str:
+        return f"sorted(prompt) = {sorted(p)}"
+
+    _check_reward_cases(c, fn, SORT_DISTANCE_CASES, _DISTANCE_MISTAKES, explain)
+    _check_reward_cases(c, fn, _random_cases(_ref_sort_distance), _DISTANCE_MISTAKES, explain)
+
+
+def _inclusion(p: list[int], r: list[int]) -> int:
+    return sum(x in r for x in p)
+
+
+def _ordering(r: list[int]) -> int:
+    return sum(a <= b for a, b in zip(r, r[1:]))
+
+
+_INCLUSION_MISTAKES = [
+    (lambda p, r: float(sum(x in r for x in set(p)) + _ordering(r)),
+     "count every prompt item, duplicates included (prompt [2, 2, 5] can contribute 3); "
+     "you seem to count distinct items, e.g. with set(prompt)"),
+    (lambda p, r: float(sum(y in p for y in r) + _ordering(r)),
+     "count the prompt items found in the response, not the response items found in the prompt: "
+     "[5, 5, 5] must not get credit three times for one 5"),
+    (lambda p, r: float(_inclusion(p, r) + sum(a < b for a, b in zip(r, r[1:]))),
+     "the ordering part counts adjacent pairs with a <= b (non-decreasing): equal neighbours are in order"),
+    (lambda p, r: float(_inclusion(p, r) + sum(a >= b for a, b in zip(r, r[1:]))),
+     "the ordering part counts adjacent pairs in non-decreasing order (a <= b), not decreasing ones"),
+    (lambda p, r: float(_inclusion(p, r) + sum(r[i] <= r[j] for i in range(len(r)) for j in range(i + 1, len(r)))),
+     "the ordering part counts ADJACENT pairs only: (response[i], response[i + 1])"),
+    (lambda p, r: float(_inclusion(p, r)), "you forgot the ordering part: + number of adjacent pairs with a <= b"),
+    (lambda p, r: float(_ordering(r)), "you forgot the inclusion part: + number of prompt items found in the response"),
+]
+
+
+@exercise_check("sort_inclusion_ordering_reward")
+def check_sort_inclusion_ordering_reward(c: Check, fn: Callable) -> None:
+    """Check ``sort_inclusion_ordering_reward(prompt, response) -> float`` = (prompt items, duplicates
+    again, found in the response) + (adjacent response pairs with a <= b). Catches set(prompt),
+    the inclusion direction swapped, strict or decreasing order, all pairs instead of adjacent
+    ones, and a missing part."""
+    def explain(p: list[int], r: list[int]) -> str:
+        return f"inclusion {_inclusion(p, r)} + ordering {_ordering(r)}"
+
+    _check_reward_cases(c, fn, INCLUSION_ORDERING_CASES, _INCLUSION_MISTAKES, explain)
+    _check_reward_cases(c, fn, _random_cases(_ref_inclusion_ordering), _INCLUSION_MISTAKES, explain)
+
+
+# ---------------------------------------------------------------------------------------------
+# The tiny encoder-decoder's forward pass
+# ---------------------------------------------------------------------------------------------
+
+
+def tiny_forward(
+    embedding: torch.Tensor, encode_weights: torch.Tensor, decode_weights: torch.Tensor, prompts: torch.Tensor
+) -> torch.Tensor:
+    """The reference forward pass of ``TinyEncoderDecoder`` as a function of its weights.
+
+    embedding[vocab, dim], encode_weights[prompt_pos, dim, dim], decode_weights[response_pos, dim, dim],
+    prompts[batch, prompt_pos] -> logits[batch, response_pos, vocab].
+    """
+    embedded = embedding[prompts]
+    encoded = einsum(embedded, encode_weights, "batch pos d_in, pos d_in d_out -> batch d_out")
+    decoded = einsum(encoded, decode_weights, "batch d_in, pos d_in d_out -> batch pos d_out")
+    return einsum(decoded, embedding, "batch pos dim, vocab dim -> batch pos vocab")
+
+
+def _forward_variant(emb, enc, dec, prompts, *, enc_t=False, dec_t=False, same_enc=False, same_dec=False, mean=False):
+    """A wrong forward pass: transposed / shared weight matrices, a mean instead of a sum."""
+    enc = enc.transpose(1, 2) if enc_t else enc
+    dec = dec.transpose(1, 2) if dec_t else dec
+    enc = enc[:1].expand_as(enc) if same_enc else enc
+    dec = dec[:1].expand_as(dec) if same_dec else dec
+    logits = tiny_forward(emb, enc, dec, prompts)
+    return logits / prompts.shape[1] if mean else logits
+
+
+def _forward_mistakes(emb, enc, dec, prompts, want) -> list[tuple[torch.Tensor, str]]:
+    with torch.no_grad():
+        variant = lambda **kw: _forward_variant(emb, enc, dec, prompts, **kw)  # noqa: E731
+        return [
+            (F.softmax(want, dim=-1), "these are probabilities: forward returns logits (raw scores), without softmax"),
+            (F.log_softmax(want, dim=-1), "these are log-probabilities: forward returns raw logits, "
+                                          "without log_softmax"),
+            (variant(enc_t=True, dec_t=True), "both einsums contract the wrong axis of their weights: "
+                                              "'pos d_in d_out' means h_out = Σ_in h_in · W[pos, in, out]"),
+            (variant(enc_t=True), "the encoder contracts the wrong axis of encode_weights: use "
+                                  "'batch pos d_in, pos d_in d_out -> batch d_out'"),
+            (variant(dec_t=True), "the decoder contracts the wrong axis of decode_weights: use "
+                                  "'batch d_in, pos d_in d_out -> batch pos d_out'"),
+            (variant(same_enc=True), "every prompt position must use its own matrix encode_weights[i]"),
+            (variant(same_dec=True), "every response position must use its own matrix decode_weights[j]"),
+            (variant(mean=True), "you averaged over the prompt positions; the encoder SUMS them: "
+                                 "h = Σ_i W_enc[i]ᵀ e(x_i)"),
+        ]
+
+
+_FORWARD_HINTS = [
+    ("einsum", "check the einsum patterns against the shapes: embedding [vocab, dim], "
+               "encode_weights [pos, d_in, d_out], decode_weights [pos, d_in, d_out], prompts [batch, pos]"),
+    ("shape", "check the shapes: embedding [vocab, dim], encode_weights [prompt_pos, d_in, d_out], "
+              "decode_weights [response_pos, d_in, d_out], prompts [batch, prompt_pos]"),
+]
+
+
+def _check_forward_case(c: Check, fn: Callable, batch: int, vocab: int, dim: int, p_len: int, r_len: int,
+                        seed: int) -> None:
+    gen = _generator(seed)
+    model = TinyEncoderDecoder(vocab, dim, p_len, r_len, init_scale=1.5, generator=gen)
+    prompts = torch.randint(0, vocab, (batch, p_len), generator=gen)
+    want = model(prompts).detach()
+    weights = (model.embedding, model.encode_weights, model.decode_weights)
+    got = c.call(fn, *weights, prompts, call=f"prompts of shape {[batch, p_len]}", hints=_FORWARD_HINTS)
+    hints = {
+        (batch, r_len, dim): "these are the decoded vectors: finish with the tied output embedding, a dot product "
+                             "with every row of the embedding table ('batch pos dim, vocab dim -> batch pos vocab')",
+        (batch, dim): "you stopped after the encoder: decode h into one vector per response position",
+        (batch, p_len, vocab): "one row of logits per RESPONSE position (decode_weights has one matrix per "
+                               "response position); did you skip the sum over prompt positions?",
+    }
+    got = c.shape(got, [batch, r_len, vocab], "batch, pos, vocab", "logits", hints)
+    c.close(got, want, "logits", _forward_mistakes(*weights, prompts, want))
+    c.expect(got.requires_grad, "your logits carry no gradient: no torch.no_grad(), .detach() or numpy inside "
+                                "forward — training backpropagates through it")
+
+
+@exercise_check("tiny_forward")
+def check_tiny_forward(c: Check, fn: Callable) -> None:
+    """Check ``forward(embedding, encode_weights, decode_weights, prompts) -> logits[batch, pos, vocab]``
+    against ``TinyEncoderDecoder``. Catches a missing tied output embedding, an einsum over the
+    wrong weight axis, one shared matrix for all positions, a mean over prompt positions,
+    softmax / log_softmax applied, and a result cut off the graph."""
+    _check_forward_case(c, fn, batch=2, vocab=5, dim=6, p_len=3, r_len=4, seed=0)
+    _check_forward_case(c, fn, batch=3, vocab=7, dim=4, p_len=5, r_len=5, seed=1)
+
+
+# ---------------------------------------------------------------------------------------------
+# compute_log_probs
+# ---------------------------------------------------------------------------------------------
+
+
+def _log_prob_mistakes(prompts, responses, model, want) -> list[tuple[torch.Tensor | None, str]]:
+    with torch.no_grad():
+        logits = model(prompts)  # [batch, pos, vocab]
+        trial = responses.shape[1]
+
+        def pick(table: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+            table = table.unsqueeze(1).expand(-1, trial, -1, -1)
+            return table.gather(-1, tokens.unsqueeze(-1)).squeeze(-1)
+
+        log_p = F.log_softmax(logits, dim=-1)
+        prompt_tokens = prompts.unsqueeze(1).expand(-1, trial, -1) if prompts.shape == responses[:, 0].shape else None
+        return [
+            (want.exp(), "these are probabilities, not log-probabilities: use log_softmax (not softmax)"),
+            (pick(logits, responses), "these are raw logits: apply log_softmax over the vocab axis before gathering"),
+            (pick(F.log_softmax(logits, dim=1), responses),
+             "log_softmax over the wrong axis: normalise over the vocab axis (dim=-1), not over positions"),
+            (-want, "wrong sign: log-probabilities are ≤ 0; you returned −log π"),
+            (None if prompt_tokens is None else pick(log_p, prompt_tokens),
+             "these are the log-probs of the PROMPT tokens; gather the response tokens"),
+            (pick(log_p, responses[:, :1].expand_as(responses)),
+             "every response got the first response's log-probs: gather each trial's own tokens"),
+        ]
+
+
+_LOG_PROB_HINTS = [
+    ("same number of dimensions", "repeat the log-probs over the trial axis first: repeat(log_probs, "
+                                  "'batch pos vocab -> batch trial pos vocab', trial=responses.shape[1])"),
+    ("out of bounds", "gather on the vocab axis (dim=-1) with index responses.unsqueeze(-1)"),
+    ("size of tensor", "the log-probs need a trial axis to line up with responses [batch, trial, pos]"),
+]
+
+
+def _check_log_probs_case(c: Check, fn: Callable, responses: torch.Tensor, vocab: int, dim: int, seed: int,
+                          init_scale: float) -> None:
+    batch, trial, pos = responses.shape
+    gen = _generator(seed)
+    model = TinyEncoderDecoder(vocab, dim, pos, pos, init_scale=init_scale, generator=gen)
+    prompts = torch.randint(0, vocab, (batch, pos), generator=gen)
+    want = _ref_compute_log_probs(prompts, responses, model).detach()
+    got = c.call(fn, prompts.clone(), responses.clone(), model, hints=_LOG_PROB_HINTS,
+                 call=f"prompts {list(prompts.shape)}, responses {list(responses.shape)}")
+    hints = {
+        (batch, trial): "one log-prob per TOKEN: don't sum over positions",
+        (batch, pos): "keep the trial axis: one row per sampled response (repeat over trial before gathering)",
+        (batch, pos, vocab): "these are log-probs of the whole vocabulary: gather the sampled tokens' entries",
+        (batch, trial, pos, vocab): "gather the sampled token's log-prob: .gather(-1, responses.unsqueeze(-1))",
+        (batch, trial, pos, 1): "squeeze the last axis after gather: .squeeze(-1)",
+    }
+    got = c.shape(got, [batch, trial, pos], "batch, trial, pos", "log_probs", hints)
+    c.close(got, want, "log_probs", _log_prob_mistakes(prompts, responses, model, want))
+    c.expect(got.requires_grad, "your log-probs carry no gradient: no torch.no_grad() or .detach() here — "
+                                "the loss backpropagates through them into the model")
+
+
+# [batch 2, trial 3, pos 4] with every token value 0..4 present (token 4 > the last position index 3)
+_HAND_RESPONSES = torch.tensor([[[0, 1, 2, 3], [4, 4, 0, 1], [2, 3, 4, 0]],
+                                [[1, 1, 1, 1], [3, 2, 1, 0], [4, 0, 2, 4]]])
+
+
+@exercise_check("compute_log_probs")
+def check_compute_log_probs(c: Check, fn: Callable) -> None:
+    """Check ``compute_log_probs(prompts, responses, model) -> log_probs[batch, trial, pos]`` against
+    ``minirl.compute_log_probs``. Catches probabilities instead of log-probs, raw logits (no
+    log_softmax), log_softmax or gather over the wrong axis, the prompt's tokens instead of the
+    response's, the trial axis dropped or not repeated, a flipped sign, no gradient."""
+    _check_log_probs_case(c, fn, _HAND_RESPONSES, vocab=5, dim=6, seed=2, init_scale=1.5)  # log-probs in [-5.3, -0.2]
+    responses = torch.randint(0, 7, (3, 2, 5), generator=_generator(3))
+    _check_log_probs_case(c, fn, responses, vocab=7, dim=4, seed=4, init_scale=1.0)  # in [-7, -0.4]
+
+
+# ---------------------------------------------------------------------------------------------
+# compute_deltas
+# ---------------------------------------------------------------------------------------------
+
+# [batch 3, trial 4]; group means 3, 1, 2; unbiased stds sqrt(14/3), 2, 0 (the last group is all equal)
+DELTA_REWARDS = [[1.0, 2.0, 3.0, 6.0], [0.0, 0.0, 4.0, 0.0], [2.0, 2.0, 2.0, 2.0]]
+DELTA_CENTERED = [[-2.0, -1.0, 0.0, 3.0], [-1.0, -1.0, 3.0, -1.0], [0.0, 0.0, 0.0, 0.0]]
+_S = math.sqrt(14 / 3)
+DELTA_NORMALIZED = [[-2 / _S, -1 / _S, 0.0, 3 / _S], [-0.5, -0.5, 1.5, -0.5], [0.0, 0.0, 0.0, 0.0]]
+_DELTA_RTOL, _DELTA_ATOL = 1e-3, 1e-4  # any epsilon up to ~1e-3 passes
+
+
+def _delta_mistakes(r: torch.Tensor, mode: str) -> list[tuple[torch.Tensor | None, str]]:
+    eps = 1e-6
+    group_mean = r.mean(dim=1, keepdim=True)
+    centered = r - group_mean
+    std = r.std(dim=1, keepdim=True)
+    square = r.shape[0] == r.shape[1]
+    keepdim = (r - r.mean(dim=1)) if square else None
+    centring = [
+        (r - r.mean(dim=0, keepdim=True), "you subtracted the mean over the batch (dim=0); subtract each group's own "
+                                          "mean, over the trial axis: rewards.mean(dim=1, keepdim=True)"),
+        (r - r.mean(), "you subtracted the mean of the whole batch; subtract each group's own mean: "
+                       "rewards.mean(dim=1, keepdim=True)"),
+        (keepdim, "use keepdim=True: rewards.mean(dim=1, keepdim=True); without it the means broadcast along the "
+                  "trial axis instead of the batch axis"),
+    ]
+    if mode == "centered_rewards":
+        return centring
+    return [
+        (centered / (r.std(dim=1, keepdim=True, unbiased=False) + eps),
+         "you used the population std (unbiased=False, dividing by trial); minirl and GRPO use the unbiased "
+         "std, torch.std's default (dividing by trial − 1)"),
+        (centered / (r.std(dim=0, keepdim=True) + eps), "std over the wrong axis: take it over each group "
+                                                        "(dim=1, keepdim=True), not over the batch (dim=0)"),
+        (centered / (r.std() + eps), "you divided by the std of the whole batch; divide by each group's own std: "
+                                     "rewards.std(dim=1, keepdim=True)"),
+        (centered / (std**2 + eps), "you divided by the variance; divide by the standard deviation"),
+        (r / (std + eps), "you divided the raw rewards by the std: subtract the group mean first"),
+        (centered, "these are the centred rewards: for 'normalized_rewards' also divide by (std + eps)"),
+        *centring,
+    ]
+
+
+def _check_group_sums(c: Check, got: torch.Tensor, r: torch.Tensor, mode: str) -> None:
+    """Centred deltas sum to 0 in every group; name the mistake if they do not."""
+    sums = got.detach().double().sum(dim=1)
+    if torch.allclose(sums, torch.zeros_like(sums), atol=1e-3):
+        c.passed += 1
+        return
+    for wrong, message in _delta_mistakes(r, mode):
+        if wrong is not None and wrong.shape == got.shape and torch.allclose(got.double(), wrong.double(), atol=1e-4):
+            c.fail(f"{mode}: {message}")
+    shown = "[" + ", ".join(f"{s:.2f}" for s in sums.tolist()) + "]"
+    c.fail(f"{mode}: each group's centred rewards should sum to 0; yours sum to {shown} — "
+           "did you subtract the group mean, rewards.mean(dim=1, keepdim=True)?")
+
+
+def _run_deltas(c: Check, fn: Callable, r: torch.Tensor, mode: str) -> torch.Tensor:
+    given = r.clone()
+    got = c.call(fn, given, mode, call=f"mode {mode!r}", hints=[
+        ("size of tensor", "keep the group axis when you reduce: rewards.mean(dim=1, keepdim=True)")])
+    c.expect(torch.equal(given, r), f"{mode}: your function changed the rewards tensor in place; build a new "
+                                    "tensor (rewards - mean, not rewards -= mean)")
+    batch, trial = r.shape
+    return c.shape(got, [batch, trial], "batch, trial", f"{mode} deltas",
+                   {(batch, 1): "one delta per response, not per group", (batch,): "one delta per response"})
+
+
+def _check_deltas_case(c: Check, fn: Callable, r: torch.Tensor, want: dict[str, torch.Tensor]) -> None:
+    got = _run_deltas(c, fn, r, "rewards")
+    c.close(got, want["rewards"], "mode 'rewards'", [(want["centered_rewards"], "returns the rewards unchanged "
+                                                      "(Δ = r); yours are centred")])
+    got = _run_deltas(c, fn, r, "centered_rewards")
+    _check_group_sums(c, got, r, "centered_rewards")
+    c.close(got, want["centered_rewards"], "centered_rewards", _delta_mistakes(r, "centered_rewards"),
+            rtol=_DELTA_RTOL, atol=_DELTA_ATOL)
+    got = _run_deltas(c, fn, r, "normalized_rewards")
+    equal_groups = (r == r[:, :1]).all(dim=1)
+    bad = ~torch.isfinite(got[equal_groups])
+    if bad.any():
+        value = got[equal_groups][bad][0].item()
+        c.fail(f"normalized_rewards: a group whose rewards are all equal must give zeros, got {value} — "
+               "add a small epsilon to the std: (r − mean) / (std + 1e-6)")
+    c.expect(bool(torch.isfinite(got).all()), f"normalized_rewards: got non-finite values {got.tolist()}")
+    _check_group_sums(c, got, r, "normalized_rewards")
+    c.close(got, want["normalized_rewards"], "normalized_rewards", _delta_mistakes(r, "normalized_rewards"),
+            rtol=_DELTA_RTOL, atol=_DELTA_ATOL)
+
+
+@exercise_check("compute_deltas")
+def check_compute_deltas(c: Check, fn: Callable) -> None:
+    """Check ``compute_deltas(rewards, mode) -> deltas[batch, trial]`` for the modes "rewards",
+    "centered_rewards", "normalized_rewards" (unbiased std + a small epsilon). Catches: no group
+    mean subtracted, mean or std over the wrong axis or over everything, keepdim forgotten, no
+    epsilon (NaN on an all-equal group), the population std, the variance, in-place edits."""
+    r = torch.tensor(DELTA_REWARDS)
+    want = {"rewards": r, "centered_rewards": torch.tensor(DELTA_CENTERED),
+            "normalized_rewards": torch.tensor(DELTA_NORMALIZED)}
+    _check_deltas_case(c, fn, r, want)
+    # a square [4, 4] batch (so a forgotten keepdim broadcasts silently) with one all-equal group
+    r = torch.randint(0, 4, (4, 4), generator=_generator(5)).float()
+    r[2] = 1.0
+    want = {mode: _ref_compute_deltas(r, mode) for mode in ("rewards", "centered_rewards", "normalized_rewards")}
+    _check_deltas_case(c, fn, r, want)
+
+
+# ---------------------------------------------------------------------------------------------
+# compute_loss
+# ---------------------------------------------------------------------------------------------
+
+# The probe [batch 1, trial 2, pos 2]: ratios ρ = π/π_old = [[1.6, 0.7], [0.5, 1.3]], deltas [1, −0.5].
+PROBE_LOG_PROBS = [[[-1.0, -2.0], [-0.5, -1.5]]]
+PROBE_RATIOS = [[[1.6, 0.7], [0.5, 1.3]]]
+PROBE_DELTAS = [[1.0, -0.5]]
+PROBE_LOSS = {
+    # −mean(log π · Δ) = −(1·(−1 − 2) − 0.5·(−0.5 − 1.5)) / 4
+    ("naive", 0.2): 0.5,
+    # −mean(ρ Δ) = −((1.6 + 0.7) − 0.5·(0.5 + 1.3)) / 4
+    ("unclipped", 0.2): -0.35,
+    # ε = 0.2: min(ρΔ, clip(ρ)Δ) = 1.2, 0.7 | −0.4, −0.65 → −(0.85) / 4
+    ("clipped", 0.2): -0.2125,
+    # ε = 0.3: 1.3, 0.7 | −0.35, −0.65 → −(1.0) / 4
+    ("clipped", 0.3): -0.25,
+}
+
+
+def _surrogate(lp, old, d, mode, eps, *, ratio="exp", combine="min", expand=True, reduce="mean", sign=-1.0):
+    """The loss with one knob turned: how the ratio is formed, how the clip is combined, ..."""
+    d = d[..., None] if expand else d
+    if mode == "naive":
+        per_token = lp * d
+    else:
+        rho = {"exp": torch.exp(lp - old), "quotient": lp / old, "log": lp - old, "inverse": torch.exp(old - lp),
+               "logprob": lp}[ratio]
+        clipped = rho.clamp(1 - eps, 1 + eps) * d
+        per_token = {"min": torch.minimum(rho * d, clipped), "max": torch.maximum(rho * d, clipped),
+                     "clip_only": clipped, "none": rho * d}[combine if mode == "clipped" else "none"]
+    total = {"mean": per_token.mean(), "sum": per_token.sum(), "sum_pos": per_token.sum(-1).mean()}[reduce]
+    return sign * total
+
+
+def _loss_mistakes(lp, old, d, mode, eps) -> list[tuple[torch.Tensor | None, str]]:
+    def wrong(**kw):
+        try:
+            return _surrogate(lp, old, d, mode, eps, **kw)
+        except RuntimeError:  # a variant that does not even broadcast here
+            return None
+
+    common = [
+        (wrong(sign=1.0), "your loss has the wrong sign: we minimise the NEGATIVE of the objective, L = −mean(…)"),
+        (wrong(reduce="sum"), "you summed; take the mean over batch, trial and pos"),
+        (wrong(reduce="sum_pos"), "you summed over positions; take the mean over batch, trial AND pos"),
+        (wrong(expand=False), "each token must be multiplied by its own response's delta: use deltas[..., None] "
+                              "(shape [batch, trial, 1]); plain deltas broadcast along positions"),
+    ]
+    if mode == "naive":
+        return [*common, (-(lp.exp() * d[..., None]).mean(), "use the log-probabilities, not exp(log_probs)")]
+    ratios = [
+        (wrong(ratio="quotient"), "the ratio is exp(log π − log π_old), not the quotient log π / log π_old"),
+        (wrong(ratio="log"), "the ratio is exp(log π − log π_old): you forgot the exp"),
+        (wrong(ratio="inverse"), "the ratio is upside down: ρ = π_θ / π_old = exp(log_probs − old_log_probs)"),
+        (wrong(ratio="logprob"), f"mode {mode!r} multiplies the ratio ρ = exp(log π − log π_old), not log π"),
+    ]
+    if mode == "unclipped":
+        return [*common, *ratios]
+    return [
+        *common,
+        (wrong(combine="clip_only"), "take the min of the unclipped and the clipped terms, "
+                                     "−mean(min(ρΔ, clip(ρ, 1 − ε, 1 + ε)Δ)); clip(ρ)·Δ alone also clips where "
+                                     "the unclipped term is the smaller, more pessimistic one"),
+        (wrong(combine="max"), "use min, not max: the clipped objective is a pessimistic (lower) bound"),
+        (wrong(combine="none"), "you did not clip: clip the ratio to [1 − ε, 1 + ε] and take the min"),
+        (_surrogate(lp, old, d, mode, 0.2), f"your loss ignores the epsilon argument (called with ε = {eps})"),
+        *ratios,
+    ]
+
+
+def _scalar_loss(c: Check, got, lp: torch.Tensor, what: str) -> torch.Tensor:
+    got = c.tensor(got, what)
+    if got.dim() != 0:
+        hint = {tuple(lp.shape): "you returned the per-token terms; take the mean to get one number",
+                tuple(lp.shape[:2]): "you averaged over positions only; take the mean over all axes"}
+        extra = hint.get(tuple(got.shape))
+        c.fail(f"{what}: the loss should be a single number (a 0-dim tensor, e.g. from .mean()); got shape "
+               f"{list(got.shape)}" + (f" — {extra}" if extra else ""))
+    c.passed += 1
+    return got
+
+
+_LOSS_HINTS = [("size of tensor", "multiply each token by its response's delta: deltas[..., None] has shape "
+                                  "[batch, trial, 1], which broadcasts over positions")]
+
+
+def _check_loss_call(c: Check, fn: Callable, lp, old, d, mode: str, eps: float | None, want: torch.Tensor) -> None:
+    """Call fn for one mode (eps None = rely on the default 0.2) and compare with ``want``."""
+    args = [lp.clone().requires_grad_(True), d.clone(), mode]
+    if mode != "naive":
+        args.append(old.clone())
+        if eps is not None:
+            args.append(eps)
+    shown = f"mode {mode!r}" + (f", epsilon={eps}" if eps is not None else "")
+    got = c.call(fn, *args, call=shown, hints=_LOSS_HINTS)
+    what = f"loss ({shown})"
+    got = _scalar_loss(c, got, lp, what)
+    c.close(got, want, what, _loss_mistakes(lp, old, d, mode, 0.2 if eps is None else eps))
+    c.expect(got.requires_grad, f"{what}: your loss carries no gradient — keep it a tensor computed from log_probs "
+                                "(no .item(), .detach() or torch.no_grad())")
+
+
+@exercise_check("compute_loss")
+def check_compute_loss(c: Check, fn: Callable) -> None:
+    """Check ``compute_loss(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2) -> scalar`` for the
+    modes "naive", "unclipped", "clipped". Catches a flipped sign, a sum instead of the mean,
+    deltas not broadcast over positions, the ratio as a quotient of log-probs / without exp /
+    upside down, clip without the min, max instead of min, no clipping, epsilon ignored."""
+    lp = torch.tensor(PROBE_LOG_PROBS)
+    old = lp - torch.tensor(PROBE_RATIOS).log()
+    d = torch.tensor(PROBE_DELTAS)
+    for (mode, eps), value in PROBE_LOSS.items():
+        _check_loss_call(c, fn, lp, old, d, mode, None if eps == 0.2 else eps, torch.tensor(value))
+    gen = _generator(6)
+    lp = torch.randn(3, 4, 5, generator=gen).log_softmax(-1)  # only the values matter
+    old = lp + 0.4 * torch.randn(3, 4, 5, generator=gen)      # ratios spread around the clip range
+    d = _ref_compute_deltas(torch.randn(3, 4, generator=gen), "normalized_rewards")
+    for mode, eps in [("naive", None), ("unclipped", None), ("clipped", None), ("clipped", 0.1)]:
+        want = _ref_compute_loss(lp, d, mode, old, 0.2 if eps is None else eps).detach()
+        _check_loss_call(c, fn, lp, old, d, mode, eps, want)
