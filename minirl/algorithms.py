@@ -9,6 +9,7 @@
     dapo        clip-higher (ε_high > ε_low), token-level aggregation, no KL
     gspo        sequence-level, length-normalised ratio
     dr_grpo     no std division, constant (length-independent) aggregation
+    grpo_process  GRPO with one advantage per response position (a process reward)
 
 Every knob here is an argument of ``minirl.losses.policy_loss`` or of the training loop; the
 training loop itself has no per-algorithm branches beyond reading these fields.
@@ -95,13 +96,21 @@ _BASELINED = _NAIVE.with_(name="baselined", delta_mode="centered_rewards")
 _NORMALIZED = _BASELINED.with_(name="normalized", delta_mode="normalized_rewards")
 _UNCLIPPED = _NORMALIZED.with_(name="unclipped", importance_ratio=True, inner_epochs=4)
 _CLIPPED = _UNCLIPPED.with_(name="clipped", clip_eps_low=0.2)
-_GRPO = _CLIPPED.with_(name="grpo", kl_coef=0.01, ref_refresh_every=20)
-_DAPO = _CLIPPED.with_(name="dapo", clip_eps_low=0.2, clip_eps_high=0.28, aggregation="token_mean")
-_GSPO = _CLIPPED.with_(name="gspo", ratio_level="sequence", clip_eps_low=0.1, clip_eps_high=0.1)
-_DR_GRPO = _CLIPPED.with_(name="dr_grpo", delta_mode="centered_rewards", aggregation="constant")
+# The GRPO family carries an entropy bonus: without it the policy collapses onto one answer per
+# prompt within ~200 steps and the rarest prompts ([0, 0, 0], [4, 4, 4] in 3x5 sorting) stay wrong
+# for good, since the right token is never sampled again. The ladder rungs above keep the textbook
+# form (no bonus) so that each rung changes one thing.
+_GRPO = _CLIPPED.with_(name="grpo", kl_coef=0.01, ref_refresh_every=20, entropy_coef=0.3)
+_DAPO = _GRPO.with_(name="dapo", clip_eps_low=0.2, clip_eps_high=0.28, aggregation="token_mean", kl_coef=0.0,
+                    ref_refresh_every=None)
+_GSPO = _GRPO.with_(name="gspo", ratio_level="sequence", clip_eps_low=0.1, clip_eps_high=0.1)
+_DR_GRPO = _GRPO.with_(name="dr_grpo", delta_mode="centered_rewards", aggregation="constant")
+# Process reward: one advantage per response position, from the per-position reward (sorting only).
+_GRPO_PROCESS = _GRPO.with_(name="grpo_process", advantage_level="token")
 
 ALGORITHMS: dict[str, AlgoConfig] = {
-    a.name: a for a in (_NAIVE, _BASELINED, _NORMALIZED, _UNCLIPPED, _CLIPPED, _GRPO, _DAPO, _GSPO, _DR_GRPO)
+    a.name: a for a in (_NAIVE, _BASELINED, _NORMALIZED, _UNCLIPPED, _CLIPPED, _GRPO, _DAPO, _GSPO, _DR_GRPO,
+             _GRPO_PROCESS)
 }
 
 

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from einops import rearrange, repeat
 from torch import nn
 
-__all__ = ["compute_log_probs", "greedy_responses", "sample_responses", "token_entropy"]
+__all__ = ["compute_log_probs", "gather_log_probs", "greedy_responses", "sample_responses", "token_entropy"]
 
 
 def sample_responses(
@@ -55,9 +55,17 @@ def compute_log_probs(prompts: torch.Tensor, responses: torch.Tensor, model: nn.
             f"responses must have shape [batch, trial, pos] with batch = {prompts.shape[0]}; "
             f"got {list(responses.shape)}"
         )
-    log_probs = F.log_softmax(model(prompts), dim=-1)  # [batch, pos, vocab]
-    log_probs = repeat(log_probs, "batch pos vocab -> batch trial pos vocab", trial=responses.shape[1])
-    return log_probs.gather(dim=-1, index=responses.unsqueeze(-1)).squeeze(-1)
+    return gather_log_probs(F.log_softmax(model(prompts), dim=-1), responses)
+
+
+def gather_log_probs(log_prob_table: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
+    """Pick each sampled token's log-probability out of the table of all of them.
+
+    log_prob_table[batch, pos, vocab] (log_softmax of the logits), responses[batch, trial, pos]
+    -> log_probs[batch, trial, pos].
+    """
+    table = repeat(log_prob_table, "batch pos vocab -> batch trial pos vocab", trial=responses.shape[1])
+    return table.gather(dim=-1, index=responses.unsqueeze(-1)).squeeze(-1)
 
 
 def token_entropy(model: nn.Module, prompts: torch.Tensor) -> torch.Tensor:

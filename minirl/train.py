@@ -14,6 +14,7 @@ The algorithm (``AlgoConfig``) only chooses knobs; there is no per-algorithm bra
 from __future__ import annotations
 
 import copy
+import math
 import time
 from dataclasses import dataclass, field
 
@@ -26,7 +27,8 @@ from minirl.algorithms import AlgoConfig, get_algorithm
 from minirl.history import History
 from minirl.losses import policy_loss
 from minirl.model import TinyEncoderDecoder
-from minirl.sampling import compute_log_probs, greedy_responses, sample_responses
+from minirl.sampling import compute_log_probs, gather_log_probs, greedy_responses, sample_responses
+from minirl.utils import one_thread
 from toy_envs.sorting import SortingTask
 
 __all__ = ["TrainConfig", "evaluate", "make_model", "train", "train_supervised"]
@@ -42,7 +44,12 @@ class TrainConfig:
         steps: number of outer steps (one batch of fresh samples each).
         prompts_per_step: prompts per batch.
         group_size: responses sampled per prompt (G, the ``trial`` axis).
-        learning_rate: Adam step size.
+        learning_rate: Adam step size (the peak, with ``lr_schedule="cosine"``).
+        lr_schedule: ``"constant"`` or ``"cosine"`` (decays to 0 at ``steps``; the last steps
+            polish the policy instead of shaking it).
+        max_grad_norm: clip the gradient's global norm to this (None = no clipping). When most
+            groups agree, their advantages are 0 and Adam's running gradient scale shrinks; the
+            next non-zero gradient would then move every weight by several learning rates at once.
         embedding_dim: width of the ``TinyEncoderDecoder``.
         inner_epochs: overrides the preset's inner epochs when not None.
         temperature: sampling temperature; the log-probs in the loss use the same tempered
@@ -58,10 +65,12 @@ class TrainConfig:
 
     task: SortingTask = field(default_factory=lambda: SortingTask(vocab_size=5, length=3))
     algo: str | AlgoConfig = "grpo"
-    steps: int = 300
+    steps: int = 1000
     prompts_per_step: int = 64
     group_size: int = 16
-    learning_rate: float = 0.003
+    learning_rate: float = 0.01
+    lr_schedule: str = "cosine"
+    max_grad_norm: float | None = 1.0
     embedding_dim: int = 32
     inner_epochs: int | None = None
     temperature: float = 1.0
@@ -79,6 +88,10 @@ class TrainConfig:
                 raise ValueError(f"{name} must be a positive int; got {value!r}")
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0; got {self.learning_rate}")
+        if self.lr_schedule not in ("constant", "cosine"):
+            raise ValueError(f"lr_schedule must be 'constant' or 'cosine'; got {self.lr_schedule!r}")
+        if self.max_grad_norm is not None and not self.max_grad_norm > 0:
+            raise ValueError(f"max_grad_norm must be > 0 or None; got {self.max_grad_norm}")
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0; got {self.temperature}")
         self.algo = get_algorithm(self.algo)
@@ -149,15 +162,30 @@ def _device_generator(generator: torch.Generator, device: str) -> torch.Generato
     return torch.Generator(device=device).manual_seed(seed)
 
 
+def _lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, steps: int):
+    """None (constant) or a cosine decay lr_t = lr · ½(1 + cos(π t / steps)), stepped once per outer step."""
+    if schedule == "constant":
+        return None
+    def factor(t: int) -> float:
+        return 0.5 * (1.0 + math.cos(math.pi * min(t, steps) / steps))
+
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
 def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[torch.nn.Module, History]:
     """Train a policy on ``config.task`` with ``config.algo``; returns (model, History).
 
     History records per step: ``reward`` (mean over the batch), ``exact_match`` (fraction of
     sampled responses exactly sorted), ``loss``, ``kl`` (k3 to π_ref, mean per token),
     ``clip_frac_low``/``clip_frac_high``, ``ratio_mean``, ``entropy`` (mean per-position entropy
-    of π_θ, nats), ``grad_norm`` and ``wall_time`` (seconds since the start); and every
+    of π_old, the sampling policy, nats), ``grad_norm`` and ``wall_time`` (seconds since the start); and every
     ``eval_every`` steps the greedy/sampled exact-match rates on held-out prompts.
     """
+    with one_thread():
+        return _train(config, model)
+
+
+def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn.Module, History]:
     cfg, algo, task = config, config.algo, config.task
     torch.manual_seed(cfg.seed)  # nothing should use the global RNG, but just in case
     device = torch.device(cfg.device)
@@ -165,6 +193,8 @@ def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[to
     policy = _Tempered(model, cfg.temperature)
     ref_policy = copy.deepcopy(policy).requires_grad_(False) if algo.kl_coef > 0 else None
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
+    scheduler = _lr_scheduler(optimizer, cfg.lr_schedule, cfg.steps)
+    max_grad_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else float("inf")
     generator = torch.Generator().manual_seed(cfg.seed)
     sample_generator = _device_generator(generator, cfg.device)
     eval_generator_seed = 10_000 + cfg.seed
@@ -189,8 +219,12 @@ def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[to
             old_log_probs = compute_log_probs(prompts, responses, policy)  # π_old: the sampler, frozen
             ref_log_probs = compute_log_probs(prompts, responses, ref_policy) if ref_policy else None
 
-        for _ in range(algo.inner_epochs):
-            log_probs = compute_log_probs(prompts, responses, policy)
+        for epoch in range(algo.inner_epochs):
+            log_p = F.log_softmax(policy(prompts), dim=-1)  # [batch, pos, vocab]: one forward pass
+            log_probs = gather_log_probs(log_p, responses)  # [batch, trial, pos]
+            entropy_per_pos = -(log_p.exp() * log_p).sum(dim=-1)  # [batch, pos]
+            if epoch == 0:
+                entropy = float(entropy_per_pos.detach().mean())  # of π_old, the policy that sampled
             loss, metrics = policy_loss(
                 log_probs,
                 old_log_probs if algo.importance_ratio else None,
@@ -203,19 +237,17 @@ def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[to
                 kl_coef=algo.kl_coef,
             )
             if algo.entropy_coef:
-                log_p = F.log_softmax(policy(prompts), dim=-1)  # [batch, pos, vocab]
-                loss = loss - algo.entropy_coef * -(log_p.exp() * log_p).sum(-1).mean()
+                loss = loss - algo.entropy_coef * entropy_per_pos.mean()
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf")))
+            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
             optimizer.step()
+        if scheduler is not None:
+            scheduler.step()
 
         if ref_policy is not None and algo.ref_refresh_every and step % algo.ref_refresh_every == 0:
             ref_policy.load_state_dict(policy.state_dict())
 
-        with torch.no_grad():
-            log_p = F.log_softmax(policy(prompts), dim=-1)
-            entropy = float(-(log_p.exp() * log_p).sum(-1).mean())
         exact = float(task.is_correct(prompts.cpu(), responses.cpu()).float().mean())
         elapsed = time.perf_counter() - start
         history.log(step=step, reward=float(rewards.mean()), exact_match=exact, loss=loss.item(),

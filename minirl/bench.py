@@ -1,0 +1,141 @@
+"""``minirl bench``: the acceptance benchmark, printed as tables.
+
+1. Sorting 3 numbers from a vocabulary of 5: GRPO's greedy exact-match on fresh prompts and the
+   training time it needs to reach 99% (target: >= 99% in under 15 s per seed).
+2. Sorting 5 numbers from a vocabulary of 10: the supervised ceiling (cross-entropy on the sorted
+   answer, the same number of updates and prompts as the best RL run) next to every preset, each
+   given the same wall-time budget (target: the best preset >= 90% of the ceiling within 60 s).
+3. Maze: REINFORCE with a baseline and PPO reach the goal greedily; episodes needed.
+4. ``minirl compare`` with 4 algorithms x 3 seeds on sorting: total time (target: < 3 minutes).
+
+Timings are wall-clock on whatever machine runs this; the README records the course machine's
+figures (2 CPU cores).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import torch
+
+from minirl.algorithms import ALGORITHMS
+from minirl.history import History
+from minirl.train import TrainConfig, train, train_supervised
+from toy_envs.sorting import SortingTask
+
+__all__ = ["run_benchmark"]
+
+SUPERVISED_LR = 0.01
+LARGE_STEPS = 1500  # the cosine schedule decays over these; max_seconds only cuts a slow machine short
+SMALL = SortingTask(vocab_size=5, length=3)
+LARGE = SortingTask(vocab_size=10, length=5)
+
+
+def _first_reaching(history: History, metric: str, threshold: float) -> float | None:
+    """Wall time of the first evaluation with ``metric >= threshold`` (None if never)."""
+    for e in history.evals:
+        if e[metric] >= threshold:
+            return e["wall_time"]
+    return None
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*header), fmt.format(*["-" * w for w in widths])]
+    return "\n".join(lines + [fmt.format(*map(str, r)) for r in rows])
+
+
+def bench_small(seeds: int, budget: float) -> bool:
+    rows, ok = [], True
+    for seed in range(seeds):  # the default TrainConfig (1000 steps, cosine), cut at `budget` seconds
+        config = TrainConfig(task=SMALL, algo="grpo", seed=seed, max_seconds=budget, eval_every=25, progress=False)
+        _, h = train(config)
+        reached = _first_reaching(h, "greedy_exact", 0.99)
+        final = h.evals[-1]["greedy_exact"]
+        ok &= reached is not None and final >= 0.99
+        rows.append([seed, len(h), f"{final:.1%}", "never" if reached is None else f"{reached:.1f} s"])
+    print(f"\n1. Sorting 3 numbers from 5 values, GRPO, {budget:.0f} s budget per seed "
+          f"(target: >= 99% greedy exact in < 15 s)")
+    print(_table(["seed", "steps", "final greedy exact", "time to 99%"], rows))
+    return ok
+
+
+def bench_large(seeds: int, budget: float, algos: list[str]) -> bool:
+    results: dict[str, list[History]] = {}
+    for algo in algos:
+        for seed in range(seeds):
+            config = TrainConfig(task=LARGE, algo=algo, seed=seed, steps=LARGE_STEPS, max_seconds=budget,
+                                 eval_every=100, progress=False)
+            results.setdefault(algo, []).append(train(config)[1])
+    mean_exact = {a: float(np.mean([h.evals[-1]["greedy_exact"] for h in hs])) for a, hs in results.items()}
+    best = max(mean_exact, key=mean_exact.get)
+    # the ceiling: as many optimiser updates as the best RL run made (steps x inner epochs), each
+    # on as many prompts as one RL batch, with the same model; its own (supervised) learning rate
+    ceilings = []
+    for h in results[best]:
+        base = TrainConfig(task=LARGE, algo=best)
+        sup = train_supervised(LARGE, steps=len(h) * base.algo.inner_epochs, batch_size=base.prompts_per_step,
+                               learning_rate=SUPERVISED_LR, embedding_dim=base.embedding_dim, seed=h.seed)[1]
+        ceilings.append(sup.evals[-1]["greedy_exact"])
+    ceiling = float(np.mean(ceilings))
+    rows = [["supervised ceiling", "-", f"{ceiling:.1%}", "100%"]]
+    for algo, hs in results.items():
+        steps = int(np.mean([len(h) for h in hs]))
+        rows.append([algo, steps, f"{mean_exact[algo]:.1%}", f"{mean_exact[algo] / max(ceiling, 1e-9):.0%}"])
+    print(f"\n2. Sorting 5 numbers from 10 values, {budget:.0f} s per run, mean of {seeds} seeds "
+          f"(target: best preset >= 90% of the ceiling)")
+    print(_table(["method", "steps", "greedy exact", "of ceiling"], rows))
+    return mean_exact[best] >= 0.9 * ceiling
+
+
+def bench_maze(seeds: int) -> bool:
+    from minirl.maze_rl import MazeTrainConfig, train_maze
+
+    rows, ok = [], True
+    for method in ("reinforce", "reinforce_baseline", "ppo"):
+        for seed in range(seeds):
+            start = time.perf_counter()
+            _, _, h = train_maze(MazeTrainConfig(method=method, seed=seed, progress=False))
+            solved = next((e for e in h.evals if e["greedy_success"] >= 1.0), None)
+            final = h.evals[-1]["greedy_success"]
+            if method != "reinforce":
+                ok &= final >= 0.99
+            rows.append([method, seed, f"{final:.0%}", f"{h.evals[-1]['exact_return']:.2f}",
+                         "never" if solved is None else int(solved["episodes"]),
+                         f"{time.perf_counter() - start:.1f} s"])
+    print("\n3. Maze (reward 10 at the goal, 6 moves): greedy success and episodes needed "
+          "(target: >= 99% for reinforce_baseline and ppo)")
+    print(_table(["method", "seed", "greedy success", "exact return", "episodes to solve", "time"], rows))
+    return ok
+
+
+def bench_compare(seeds: int) -> bool:
+    from minirl.cli import main
+
+    start = time.perf_counter()
+    print("\n4. minirl compare --task sorting --algos naive,baselined,clipped,grpo --seeds 3")
+    main(["compare", "--task", "sorting", "--algos", "naive,baselined,clipped,grpo", "--seeds", str(seeds),
+          "--no-progress"])
+    elapsed = time.perf_counter() - start
+    print(f"total {elapsed:.0f} s (target: < 180 s)")
+    return elapsed < 180
+
+
+def run_benchmark(quick: bool = False, seeds: int = 3) -> int:
+    """Run all four parts; returns 0 if every target is met, 1 otherwise."""
+    torch.set_num_threads(1)
+    small_budget, large_budget = (2.0, 2.0) if quick else (15.0, 60.0)
+    algos = ["grpo", "clipped"] if quick else sorted(ALGORITHMS)
+    verdicts = {
+        "sorting 3x5 GRPO >= 99% in 15 s": bench_small(seeds, small_budget),
+        "sorting 5x10 best >= 90% of ceiling": bench_large(seeds, large_budget, algos),
+        "maze >= 99% greedy success": bench_maze(seeds),
+        "compare 4 x 3 in < 3 min": bench_compare(seeds) if not quick else True,
+    }
+    print("\nSummary")
+    for name, ok in verdicts.items():
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    return 0 if all(verdicts.values()) or quick else 1
+
