@@ -177,7 +177,7 @@ def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[to
 
     History records per step: ``reward`` (mean over the batch), ``exact_match`` (fraction of
     sampled responses exactly sorted), ``loss``, ``kl`` (k3 to π_ref, mean per token),
-    ``clip_frac_low``/``clip_frac_high``, ``ratio_mean``, ``entropy`` (mean per-position entropy
+    ``clip_frac_low``/``clip_frac_high``, ``ratio_mean``, ``ratio_max``, ``entropy`` (mean per-position entropy
     of π_old, the sampling policy, nats), ``grad_norm`` and ``wall_time`` (seconds since the start); and every
     ``eval_every`` steps the greedy/sampled exact-match rates on held-out prompts.
     """
@@ -253,6 +253,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
         history.log(step=step, reward=float(rewards.mean()), exact_match=exact, loss=loss.item(),
                     kl=metrics["kl"], clip_frac_low=metrics["clip_frac_low"],
                     clip_frac_high=metrics["clip_frac_high"], ratio_mean=metrics["ratio_mean"],
+                    ratio_max=metrics["ratio_max"],
                     entropy=entropy, grad_norm=grad_norm, wall_time=elapsed)
         out_of_time = cfg.max_seconds is not None and elapsed >= cfg.max_seconds
         if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps or out_of_time:
