@@ -1,0 +1,347 @@
+"""The policy-gradient maze notebook's exercise checks: the references pass, stubs say "not implemented
+yet", and plausible wrong implementations are each caught with a message that names the mistake."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import minirl
+from minirl import checks
+from minirl.checks import (
+    check_compute_gae,
+    check_discounted_returns,
+    check_reinforce_loss,
+    reference_reinforce_loss,
+    use_reference,
+)
+from minirl.checks.maze_pg import GAE_HAND_CASES, LOSS_HAND_VALUE, RETURNS_HAND_CASES
+from minirl.losses import policy_loss
+
+REFERENCES = {
+    check_discounted_returns: minirl.discounted_returns,
+    check_reinforce_loss: reference_reinforce_loss,
+    check_compute_gae: minirl.compute_gae,
+}
+ALL_CHECKS = list(REFERENCES)
+
+
+@pytest.fixture(autouse=True)
+def _not_strict(monkeypatch):
+    monkeypatch.delenv("MINIRL_STRICT", raising=False)
+
+
+def run(check, fn, capsys) -> tuple[bool, str]:
+    """Run a check; return (result, the printed line), asserting that it printed exactly one line."""
+    ok = check(fn)
+    out = capsys.readouterr().out
+    lines = out.strip().split("\n")
+    assert len(lines) == 1, out
+    assert "Traceback" not in out
+    return ok, lines[0]
+
+
+def caught(check, fn, capsys, *keywords: str) -> str:
+    """Assert that ``check`` rejects ``fn`` with a ❌ line containing every keyword."""
+    ok, line = run(check, fn, capsys)
+    assert ok is False, line
+    assert line.startswith("❌ "), line
+    for keyword in keywords:
+        assert keyword.lower() in line.lower(), f"{keyword!r} not in: {line}"
+    return line
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError("exercise: replace this line with your code")
+
+
+# ---- every check --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
+def test_reference_passes(check, capsys):
+    ok, line = run(check, REFERENCES[check], capsys)
+    name = check.__name__.removeprefix("check_")
+    assert ok is True
+    assert line.startswith(f"✅ {name}: all ") and line.endswith(" checks passed"), line
+
+
+@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
+def test_stub_is_not_implemented_yet(check, capsys):
+    ok, line = run(check, stub, capsys)
+    assert ok is False
+    assert line.startswith("⏳ ") and "not implemented yet" in line and "reference version" in line
+
+
+@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
+def test_strict_mode_raises_on_failure_and_on_stub(check, capsys, monkeypatch):
+    monkeypatch.setenv("MINIRL_STRICT", "1")
+    with pytest.raises(AssertionError, match="not implemented yet"):
+        check(stub)
+    with pytest.raises(AssertionError, match="❌"):
+        check(lambda *args: args[0] * 0.0)
+    assert check(REFERENCES[check]) is True
+
+
+@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
+def test_any_exception_is_one_line(check, capsys):
+    def broken(*args):
+        raise KeyError("oops")
+
+    line = caught(check, broken, capsys, "KeyError", "oops")
+    assert check.__name__.removeprefix("check_") in line
+
+
+def test_exports_and_fallback(capsys):
+    assert {c.__name__ for c in ALL_CHECKS} <= set(checks.__all__)
+    assert use_reference(stub, minirl.compute_gae, False) is minirl.compute_gae
+    assert "minirl.compute_gae" in capsys.readouterr().out
+    assert use_reference(stub, reference_reinforce_loss, False) is reference_reinforce_loss
+    assert "reference_reinforce_loss" in capsys.readouterr().out
+
+
+def test_hand_constants_agree_with_the_references():
+    for rewards, dones, gamma, want in RETURNS_HAND_CASES:
+        got = minirl.discounted_returns(torch.tensor(rewards), torch.tensor(dones), gamma)
+        torch.testing.assert_close(got, torch.tensor(want))
+    for rewards, values, next_values, dones, gamma, lam, want in GAE_HAND_CASES:
+        args = [torch.tensor(x) for x in (rewards, values, next_values, dones)]
+        torch.testing.assert_close(minirl.compute_gae(*args, gamma, lam), torch.tensor(want))
+    lp = torch.tensor([[-0.5, -1.0, -2.0], [-1.5, -0.2, -0.7]])
+    adv = torch.tensor([[2.0, 2.0, 4.0], [-1.0, -1.0, 3.0]])
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    assert reference_reinforce_loss(lp, adv, mask).item() == pytest.approx(LOSS_HAND_VALUE)
+
+
+def test_reference_loss_has_the_library_gradient():
+    gen = torch.Generator().manual_seed(0)
+    lp = torch.randn(5, 6, generator=gen).requires_grad_(True)
+    adv = torch.randn(5, 6, generator=gen)
+    mask = (torch.arange(6) < torch.tensor([6, 2, 4, 6, 1])[:, None]).float()
+    ours = torch.autograd.grad(reference_reinforce_loss(lp, adv, mask), lp)[0]
+    library, _ = policy_loss(lp.unsqueeze(1), None, adv.unsqueeze(1), mask.unsqueeze(1), clip_eps_low=None,
+                             aggregation="constant")
+    torch.testing.assert_close(ours, torch.autograd.grad(library, lp)[0])
+
+
+# ---- discounted_returns ---------------------------------------------------------------------------
+
+def backward_returns(rewards, dones, gamma, *, discount=True, reset=True, late_reset=False, zero_at_end=False):
+    """A learner's backward loop, with the knobs a learner might get wrong."""
+    g = gamma if discount else 1.0
+    returns = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[..., 0])
+    T = rewards.shape[-1]
+    for t in reversed(range(T)):
+        if late_reset:
+            keep = 1.0 - dones[..., t + 1] if t + 1 < T else 1.0
+        else:
+            keep = 1.0 - dones[..., t] if reset else 1.0
+        if zero_at_end:  # the reset also wipes the reward of the episode's last step
+            running = (rewards[..., t] + g * running) * (1.0 - dones[..., t])
+        else:
+            running = rewards[..., t] + g * keep * running
+        returns[..., t] = running
+    return returns
+
+
+def forward_returns(rewards, dones, gamma, *, reset=True):
+    returns = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[..., 0])
+    for t in range(rewards.shape[-1]):
+        keep = 1.0 - dones[..., t - 1] if (reset and t > 0) else 1.0
+        running = rewards[..., t] + gamma * keep * running
+        returns[..., t] = running
+    return returns
+
+
+def discount_from_start(rewards, dones, gamma):
+    """G_t = sum_{t' >= t in the episode} gamma^t' r_t' (the exponent counted from 0, not from t)."""
+    T = rewards.shape[-1]
+    returns = torch.zeros_like(rewards)
+    for t in range(T):
+        total = torch.zeros_like(rewards[..., 0])
+        alive = torch.ones_like(total)
+        for k in range(t, T):
+            total = total + alive * gamma**k * rewards[..., k]
+            alive = alive * (1.0 - dones[..., k])
+        returns[..., t] = total
+    return returns
+
+
+def episode_total(rewards, dones, gamma):
+    """Every step gets G of the first step of its episode."""
+    full = minirl.discounted_returns(rewards, dones, gamma)
+    out = torch.zeros_like(rewards)
+    first = torch.zeros_like(rewards[..., 0])
+    for t in range(rewards.shape[-1]):
+        if t > 0:
+            first = torch.where(dones[..., t - 1] > 0, full[..., t], first)
+        else:
+            first = full[..., 0]
+        out[..., t] = first
+    return out
+
+
+def in_place(rewards, dones, gamma):
+    for t in reversed(range(rewards.shape[-1] - 1)):
+        rewards[..., t] += gamma * (1.0 - dones[..., t]) * rewards[..., t + 1]
+    return rewards
+
+
+def two_dim_only(rewards, dones, gamma):
+    returns = torch.zeros_like(rewards)
+    running = torch.zeros(rewards.shape[0])
+    for t in reversed(range(rewards.shape[-1])):
+        running = rewards[:, t] + gamma * (1.0 - dones[:, t]) * running
+        returns[:, t] = running
+    return returns
+
+
+@pytest.mark.parametrize("wrong, keywords", [
+    (lambda r, d, g: backward_returns(r, d, g, discount=False), ["did not discount"]),
+    (discount_from_start, ["from the start", "counted from t"]),
+    (lambda r, d, g: g * minirl.discounted_returns(r, d, g), ["step itself is not discounted"]),
+    (lambda r, d, g: forward_returns(r, d, g, reset=False), ["forward in time", "backward"]),
+    (forward_returns, ["forward in time", "backward"]),
+    (lambda r, d, g: backward_returns(r, d, g, reset=False), ["did not reset", "1 - done_t"]),
+    (lambda r, d, g: backward_returns(r, d, g, late_reset=True), ["one step late"]),
+    (lambda r, d, g: backward_returns(r, d, g, zero_at_end=True), ["zeroed", "only the future"]),
+    (episode_total, ["whole episode", "from t onward"]),
+    (lambda r, d, g: r.sum(dim=-1, keepdim=True).expand_as(r), ["total of all rewards"]),
+    (lambda r, d, g: r.clone(), ["rewards themselves"]),
+    (in_place, ["in place"]),
+    (two_dim_only, ["IndexError", "[..., t]"]),
+    (lambda r, d, g: minirl.discounted_returns(r, d, g).tolist(), ["torch.Tensor"]),
+    (lambda r, d, g: minirl.discounted_returns(r, d, g)[..., :-1], ["shape"]),
+])
+def test_discounted_returns_mistakes(wrong, keywords, capsys):
+    caught(check_discounted_returns, wrong, capsys, *keywords)
+
+
+def test_discounted_returns_accepts_a_loop_over_episodes(capsys):
+    def loop(rewards, dones, gamma=1.0):
+        flat_r, flat_d = rewards.reshape(-1, rewards.shape[-1]), dones.reshape(-1, dones.shape[-1])
+        out = torch.zeros_like(flat_r)
+        for i in range(flat_r.shape[0]):
+            g = 0.0
+            for t in reversed(range(flat_r.shape[1])):
+                g = flat_r[i, t].item() + gamma * (1.0 - flat_d[i, t].item()) * g
+                out[i, t] = g
+        return out.reshape(rewards.shape)
+
+    assert run(check_discounted_returns, loop, capsys)[0] is True
+
+
+# ---- reinforce_loss -------------------------------------------------------------------------------
+
+def ratio_form(lp, adv, mask):
+    return -(mask * adv.detach() * torch.exp(lp - lp.detach())).sum() / lp.numel()
+
+
+def no_grad_loss(lp, adv, mask):
+    with torch.no_grad():
+        return -(mask * adv * lp).mean()
+
+
+@pytest.mark.parametrize("wrong, keywords", [
+    (lambda lp, a, m: (m * a.detach() * lp).mean(), ["wrong sign", "minimise"]),
+    (lambda lp, a, m: -(a.detach() * lp).mean(), ["forgot the mask", "padding"]),
+    (lambda lp, a, m: -(m * a.detach() * lp.exp()).mean(), ["log-probabilities", "not the probabilities"]),
+    (lambda lp, a, m: -(m * a * lp).mean(), ["gradient flows into the advantages", "detach"]),
+    (lambda lp, a, m: -(m * a.detach() * lp).sum() / m.sum(), ["number of real steps", "N·T"]),
+    (lambda lp, a, m: -((m * a.detach() * lp).sum(1) / m.sum(1)).mean(), ["sequence mean", "N·T"]),
+    (lambda lp, a, m: -(m * a.detach() * lp).sum(), ["without normalising"]),
+    (lambda lp, a, m: -(m * a.detach() * lp).sum() / lp.shape[0], ["number of episodes only"]),
+    (ratio_form, ["ratio form", "log-prob form"]),
+    (lambda lp, a, m: -(m * a.detach() * lp).mean().item(), ["torch.Tensor", ".item()"]),
+    (lambda lp, a, m: -(m * a.detach() * lp), ["single number", "per-step terms"]),
+    (no_grad_loss, ["carries no gradient"]),
+    (lambda lp, a, m: -(m * a.detach() * lp.detach()).mean(), ["carries no gradient"]),
+])
+def test_reinforce_loss_mistakes(wrong, keywords, capsys):
+    caught(check_reinforce_loss, wrong, capsys, *keywords)
+
+
+def test_reinforce_loss_accepts_other_correct_forms(capsys):
+    assert run(check_reinforce_loss, lambda lp, a, m: -(m * a.detach() * lp).mean(), capsys)[0]
+    assert run(check_reinforce_loss, lambda lp, a, m: -(a.detach() * lp)[m.bool()].sum() / m.numel(), capsys)[0]
+    assert run(check_reinforce_loss, lambda lp, a, m: -torch.einsum("it,it,it->", m, a.detach(), lp)
+               / (lp.shape[0] * lp.shape[1]), capsys)[0]
+
+
+def test_reinforce_loss_in_place_is_caught(capsys):
+    def in_place(lp, a, m):
+        a = a.detach()
+        a.mul_(m)  # detach() shares memory: this edits the caller's advantages
+        return -(a * lp).mean()
+
+    caught(check_reinforce_loss, in_place, capsys, "in place")
+
+
+# ---- compute_gae ----------------------------------------------------------------------------------
+
+def gae(rewards, values, next_values, dones, gamma, lam, *, delta_done=True, recursion_done=True,
+        decay="gamma_lam", bootstrap="gamma", minus_value=True, forward=False, next_from_values=False):
+    """A learner's GAE loop with the knobs a learner might get wrong."""
+    if next_from_values:
+        next_values = torch.cat([values[..., 1:], torch.zeros_like(values[..., :1])], dim=-1)
+    boot = {"gamma": gamma, "gamma_lam": gamma * lam, "one": 1.0}[bootstrap]
+    factor = {"gamma_lam": gamma * lam, "gamma": gamma, "lam": lam, "zero": 0.0}[decay]
+    T = rewards.shape[-1]
+    deltas = torch.zeros_like(rewards)
+    for t in range(T):
+        keep = 1.0 - dones[..., t] if delta_done else 1.0
+        deltas[..., t] = rewards[..., t] + boot * keep * next_values[..., t] - (values[..., t] if minus_value else 0)
+    adv = torch.zeros_like(rewards)
+    running = torch.zeros_like(rewards[..., 0])
+    order = range(T) if forward else reversed(range(T))
+    for t in order:
+        if forward:
+            keep = 1.0 - dones[..., t - 1] if (recursion_done and t > 0) else 1.0
+        else:
+            keep = 1.0 - dones[..., t] if recursion_done else 1.0
+        running = deltas[..., t] + factor * keep * running
+        adv[..., t] = running
+    return adv
+
+
+def knobs(**kw):
+    return lambda *args: gae(*args, **kw)
+
+
+def test_the_knob_free_loop_is_correct(capsys):
+    assert run(check_compute_gae, knobs(), capsys)[0] is True
+
+
+@pytest.mark.parametrize("wrong, keywords", [
+    (knobs(decay="gamma"), ["ignored lam"]),
+    (knobs(decay="zero"), ["TD errors", "accumulates"]),
+    (knobs(decay="lam"), ["λ alone", "γλ"]),
+    (knobs(bootstrap="gamma_lam"), ["bootstraps with γ, not γλ"]),
+    (knobs(bootstrap="one"), ["forgot γ"]),
+    (knobs(delta_done=False, recursion_done=False), ["ignored dones"]),
+    (knobs(delta_done=False), ["bootstrapped past the episode end"]),
+    (knobs(recursion_done=False), ["across the episode end", "(1 − done_t)"]),
+    (knobs(forward=True), ["forward in time", "backward"]),
+    (knobs(forward=True, recursion_done=False), ["forward in time"]),
+    (knobs(minus_value=False), ["subtracts the current value"]),
+    (knobs(next_from_values=True), ["next_values[..., t]", "values[..., t + 1]"]),
+    (lambda *args: minirl.compute_gae(*args) + args[1], ["value target"]),
+    (lambda r, v, nv, d, g, lam: minirl.discounted_returns(r, d, g) - v, ["Monte Carlo", "next_values"]),
+    (lambda r, v, nv, d, g, lam: minirl.compute_gae(r.flatten(), v.flatten(), nv.flatten(), d.flatten(), g, lam),
+     ["shape"]),
+])
+def test_compute_gae_mistakes(wrong, keywords, capsys):
+    caught(check_compute_gae, wrong, capsys, *keywords)
+
+
+def test_compute_gae_in_place_is_caught(capsys):
+    def in_place(rewards, values, next_values, dones, gamma, lam):
+        rewards += gamma * (1.0 - dones) * next_values - values  # the deltas, written over the rewards
+        running = torch.zeros_like(rewards[..., 0])
+        for t in reversed(range(rewards.shape[-1])):
+            running = rewards[..., t] + gamma * lam * (1.0 - dones[..., t]) * running
+            rewards[..., t] = running
+        return rewards
+
+    caught(check_compute_gae, in_place, capsys, "in place")
