@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
+from check_helpers import ALL_CHECKS, REFERENCES, caught, run
 from einops import einsum, reduce, repeat
 
 import minirl
@@ -22,85 +23,6 @@ from minirl.checks import (
 )
 from minirl.checks._core import Check, CheckFailure, format_tensor
 from toy_envs.sorting import sort_distance_reward, sort_inclusion_ordering_reward
-
-REFERENCES = {
-    check_sort_distance_reward: sort_distance_reward,
-    check_sort_inclusion_ordering_reward: sort_inclusion_ordering_reward,
-    check_tiny_forward: tiny_forward,
-    check_compute_log_probs: minirl.compute_log_probs,
-    check_compute_deltas: minirl.compute_deltas,
-    check_compute_loss: minirl.compute_loss,
-}
-ALL_CHECKS = list(REFERENCES)
-
-
-@pytest.fixture(autouse=True)
-def _not_strict(monkeypatch):
-    monkeypatch.delenv("MINIRL_STRICT", raising=False)
-
-
-def run(check, fn, capsys) -> tuple[bool, str]:
-    """Run a check; return (result, the printed line), asserting that it printed exactly one line."""
-    ok = check(fn)
-    out = capsys.readouterr().out
-    lines = out.strip().split("\n")
-    assert len(lines) == 1, out
-    assert "Traceback" not in out
-    return ok, lines[0]
-
-
-def caught(check, fn, capsys, *keywords: str) -> str:
-    """Assert that ``check`` rejects ``fn`` with a ❌ line containing every keyword."""
-    ok, line = run(check, fn, capsys)
-    assert ok is False, line
-    assert line.startswith("❌ "), line
-    for keyword in keywords:
-        assert keyword.lower() in line.lower(), f"{keyword!r} not in: {line}"
-    return line
-
-
-def stub(*args, **kwargs):
-    raise NotImplementedError("exercise: replace this line with your code")
-
-
-# ---- every check --------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
-def test_reference_passes(check, capsys):
-    ok, line = run(check, REFERENCES[check], capsys)
-    name = check.__name__.removeprefix("check_")
-    assert ok is True
-    assert line.startswith(f"✅ {name}: all ") and line.endswith(" checks passed"), line
-
-
-@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
-def test_stub_is_not_implemented_yet(check, capsys):
-    ok, line = run(check, stub, capsys)
-    assert ok is False
-    assert line.startswith("⏳ ") and "not implemented yet" in line and "reference version" in line
-
-
-@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
-def test_strict_mode_raises_on_failure_and_on_stub(check, capsys, monkeypatch):
-    monkeypatch.setenv("MINIRL_STRICT", "1")
-    with pytest.raises(AssertionError, match="not implemented yet"):
-        check(stub)
-
-    def broken(*args, **kwargs):
-        raise ValueError("oops")
-
-    with pytest.raises(AssertionError, match=r"❌ .*raised ValueError.*oops"):
-        check(broken)
-    assert check(REFERENCES[check]) is True  # strict mode changes nothing for a passing function
-
-
-@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
-def test_any_exception_is_one_line(check, capsys):
-    def broken(*args, **kwargs):
-        raise KeyError("some key")
-
-    line = caught(check, broken, capsys, "raised KeyError", "some key")
-    assert "\n" not in line
 
 
 def test_a_value_instead_of_a_function(capsys):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from check_helpers import ALL_CHECKS, caught, run, stub
 
 from minirl import checks
 from minirl.checks import (
@@ -17,78 +18,6 @@ from minirl.checks import (
     use_reference,
 )
 from toy_envs.maze import Maze, expected_returns, uniform_policy
-
-REFERENCES = {
-    check_maze_reward: reference_maze_reward,
-    check_bellman_backup: reference_bellman_backup,
-    check_monte_carlo_estimate: reference_monte_carlo_estimate,
-}
-ALL_CHECKS = list(REFERENCES)
-
-
-@pytest.fixture(autouse=True)
-def _not_strict(monkeypatch):
-    monkeypatch.delenv("MINIRL_STRICT", raising=False)
-
-
-def run(check, fn, capsys) -> tuple[bool, str]:
-    """Run a check; return (result, the printed line), asserting that it printed exactly one line."""
-    ok = check(fn)
-    out = capsys.readouterr().out
-    lines = out.strip().split("\n")
-    assert len(lines) == 1, out
-    assert "Traceback" not in out
-    return ok, lines[0]
-
-
-def caught(check, fn, capsys, *keywords: str) -> str:
-    """Assert that ``check`` rejects ``fn`` with a ❌ line containing every keyword."""
-    ok, line = run(check, fn, capsys)
-    assert ok is False, line
-    assert line.startswith("❌ "), line
-    for keyword in keywords:
-        assert keyword.lower() in line.lower(), f"{keyword!r} not in: {line}"
-    return line
-
-
-def stub(*args, **kwargs):
-    raise NotImplementedError("exercise: replace this line with your code")
-
-
-# ---- every check --------------------------------------------------------------------------------
-
-@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
-def test_reference_passes(check, capsys):
-    ok, line = run(check, REFERENCES[check], capsys)
-    name = check.__name__.removeprefix("check_")
-    assert ok is True
-    assert line.startswith(f"✅ {name}: all ") and line.endswith(" checks passed"), line
-
-
-@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
-def test_stub_is_not_implemented_yet(check, capsys):
-    ok, line = run(check, stub, capsys)
-    assert ok is False
-    assert line.startswith("⏳ ") and "not implemented yet" in line and "reference version" in line
-
-
-@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
-def test_strict_mode_raises_on_failure_and_on_stub(check, capsys, monkeypatch):
-    monkeypatch.setenv("MINIRL_STRICT", "1")
-    with pytest.raises(AssertionError, match="not implemented yet"):
-        check(stub)
-    with pytest.raises(AssertionError, match="❌"):
-        check(lambda *args: 0.0 if check is check_maze_reward else None)
-    assert check(REFERENCES[check]) is True
-
-
-@pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
-def test_any_exception_is_one_line(check, capsys):
-    def broken(*args):
-        raise KeyError("oops")
-
-    line = caught(check, broken, capsys, "KeyError", "oops")
-    assert check.__name__.removeprefix("check_") in line
 
 
 def test_exports_and_fallback(capsys):

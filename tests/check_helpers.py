@@ -1,0 +1,65 @@
+"""Helpers shared by the tests of the exercise checks (tests/test_checks_*.py)."""
+
+from __future__ import annotations
+
+import minirl
+from minirl.checks import (
+    check_bellman_backup,
+    check_compute_deltas,
+    check_compute_gae,
+    check_compute_log_probs,
+    check_compute_loss,
+    check_discounted_returns,
+    check_maze_reward,
+    check_monte_carlo_estimate,
+    check_reinforce_loss,
+    check_sort_distance_reward,
+    check_sort_inclusion_ordering_reward,
+    check_tiny_forward,
+    reference_bellman_backup,
+    reference_maze_reward,
+    reference_monte_carlo_estimate,
+    reference_reinforce_loss,
+    tiny_forward,
+)
+from toy_envs.sorting import sort_distance_reward, sort_inclusion_ordering_reward
+
+REFERENCES = {
+    check_sort_distance_reward: sort_distance_reward,
+    check_sort_inclusion_ordering_reward: sort_inclusion_ordering_reward,
+    check_tiny_forward: tiny_forward,
+    check_compute_log_probs: minirl.compute_log_probs,
+    check_compute_deltas: minirl.compute_deltas,
+    check_compute_loss: minirl.compute_loss,
+    check_maze_reward: reference_maze_reward,
+    check_bellman_backup: reference_bellman_backup,
+    check_monte_carlo_estimate: reference_monte_carlo_estimate,
+    check_discounted_returns: minirl.discounted_returns,
+    check_reinforce_loss: reference_reinforce_loss,
+    check_compute_gae: minirl.compute_gae,
+}
+ALL_CHECKS = list(REFERENCES)  # every exercise check, with the reference it must accept
+
+
+def run(check, fn, capsys) -> tuple[bool, str]:
+    """Run a check; return (result, the printed line), asserting that it printed exactly one line."""
+    ok = check(fn)
+    out = capsys.readouterr().out
+    lines = out.strip().split("\n")
+    assert len(lines) == 1, out
+    assert "Traceback" not in out
+    return ok, lines[0]
+
+
+def caught(check, fn, capsys, *keywords: str) -> str:
+    """Assert that ``check`` rejects ``fn`` with a ❌ line containing every keyword."""
+    ok, line = run(check, fn, capsys)
+    assert ok is False, line
+    assert line.startswith("❌ "), line
+    for keyword in keywords:
+        assert keyword.lower() in line.lower(), f"{keyword!r} not in: {line}"
+    return line
+
+
+def stub(*args, **kwargs):
+    raise NotImplementedError("exercise: replace this line with your code")
