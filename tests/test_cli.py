@@ -1,0 +1,46 @@
+"""The minirl command: train, compare and bench end to end on tiny budgets."""
+
+import pytest
+
+from minirl.cli import main
+
+
+def test_train_sorting_prints_summary_and_saves_plot(tmp_path, capsys):
+    png = tmp_path / "grpo.png"
+    assert main(["train", "--task", "sorting", "--algo", "grpo", "--steps", "30", "--seed", "1",
+                 "--no-progress", "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "grpo seed 1: 30 steps" in out and "greedy exact" in out and f"saved {png}" in out
+    assert png.stat().st_size > 10_000
+
+
+def test_compare_maze_two_methods(tmp_path, capsys):
+    png = tmp_path / "maze.png"
+    assert main(["compare", "--task", "maze", "--algos", "reinforce,ppo", "--seeds", "2", "--steps", "10",
+                 "--no-progress", "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert out.count("greedy success") == 4
+    assert "compared 2 algorithms x 2 seeds on maze" in out
+    assert png.exists()
+
+
+def test_compare_sorting_summary_line(capsys):
+    assert main(["compare", "--algos", "naive,grpo", "--seeds", "1", "--steps", "10", "--no-progress"]) == 0
+    assert "mean final greedy_exact: naive" in capsys.readouterr().out
+
+
+def test_unknown_algorithm_is_a_clear_error():
+    with pytest.raises(SystemExit, match=r"unknown algorithm\(s\) \['ppo'\] for --task sorting"):
+        main(["train", "--algo", "ppo", "--no-progress"])
+    with pytest.raises(SystemExit, match="for --task maze"):
+        main(["compare", "--task", "maze", "--algos", "grpo", "--no-progress"])
+
+
+def test_bench_quick_runs(capsys, monkeypatch):
+    import minirl.bench as bench
+
+    monkeypatch.setattr(bench, "LARGE_STEPS", 20)
+    assert main(["bench", "--quick", "--seeds", "1"]) == 0
+    out = capsys.readouterr().out
+    for part in ["1. Sorting 3 numbers", "2. Sorting 5 numbers", "supervised ceiling", "3. Maze", "Summary"]:
+        assert part in out
