@@ -49,12 +49,12 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 def bench_small(seeds: int, budget: float) -> bool:
     rows, ok = [], True
-    for seed in range(seeds):  # the default TrainConfig (1000 steps, cosine), cut at `budget` seconds
+    for seed in range(seeds):  # the default TrainConfig (2000 steps, cosine), cut at `budget` seconds
         config = TrainConfig(task=SMALL, algo="grpo", seed=seed, max_seconds=budget, eval_every=25, progress=False)
         _, h = train(config)
         reached = _first_reaching(h, "greedy_exact", 0.99)
         final = h.evals[-1]["greedy_exact"]
-        ok &= reached is not None and final >= 0.99
+        ok &= reached is not None and reached < 15.0
         rows.append([seed, len(h), f"{final:.1%}", "never" if reached is None else f"{reached:.1f} s"])
     print(f"\n1. Sorting 3 numbers from 5 values, GRPO, {budget:.0f} s budget per seed "
           f"(target: >= 99% greedy exact in < 15 s)")
@@ -91,23 +91,26 @@ def bench_large(seeds: int, budget: float, algos: list[str]) -> bool:
 
 
 def bench_maze(seeds: int) -> bool:
-    from minirl.maze_rl import MazeTrainConfig, train_maze
+    from minirl.maze_rl import MazeTrainConfig, episodes_to_solve, train_maze
 
     rows, ok = [], True
     for method in ("reinforce", "reinforce_baseline", "ppo"):
         for seed in range(seeds):
             start = time.perf_counter()
             _, _, h = train_maze(MazeTrainConfig(method=method, seed=seed, progress=False))
-            solved = next((e for e in h.evals if e["greedy_success"] >= 1.0), None)
+            greedy = next((e for e in h.evals if e["greedy_success"] >= 1.0), None)
+            solved = episodes_to_solve(h)  # greedy success and exact expected return >= 9.9
             final = h.evals[-1]["greedy_success"]
             if method != "reinforce":
                 ok &= final >= 0.99
             rows.append([method, seed, f"{final:.0%}", f"{h.evals[-1]['exact_return']:.2f}",
-                         "never" if solved is None else int(solved["episodes"]),
+                         "never" if greedy is None else int(greedy["episodes"]),
+                         "never" if solved != solved else int(solved),
                          f"{time.perf_counter() - start:.1f} s"])
     print("\n3. Maze (reward 10 at the goal, 6 moves): greedy success and episodes needed "
           "(target: >= 99% for reinforce_baseline and ppo)")
-    print(_table(["method", "seed", "greedy success", "exact return", "episodes to solve", "time"], rows))
+    print(_table(["method", "seed", "greedy success", "exact return", "episodes to greedy success",
+                  "episodes to exact return >= 9.9", "time"], rows))
     return ok
 
 
