@@ -65,7 +65,7 @@ class TrainConfig:
 
     task: SortingTask = field(default_factory=lambda: SortingTask(vocab_size=5, length=3))
     algo: str | AlgoConfig = "grpo"
-    steps: int = 1000
+    steps: int = 2000
     prompts_per_step: int = 64
     group_size: int = 16
     learning_rate: float = 0.01
