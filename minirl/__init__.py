@@ -7,6 +7,7 @@ The public API, in the order the course meets it:
 - the general loss: ``policy_loss``, ``kl_estimate``, ``aggregate``
 - presets and the loop: ``ALGORITHMS``, ``AlgoConfig``, ``TrainConfig``, ``train``, ``evaluate``
 - curves: ``History``, ``plot_reward_curves``
+- preferences: ``bradley_terry_loss``, ``RewardModel``, ``train_reward_model``, ``dpo_loss``
 """
 
 from minirl.advantages import compute_deltas, compute_gae, discounted_returns
@@ -15,6 +16,17 @@ from minirl.history import History
 from minirl.losses import aggregate, compute_loss, kl_estimate, policy_loss
 from minirl.model import TinyEncoderDecoder
 from minirl.plotting import plot_reward_curves, smooth_centered
+from minirl.preferences import (
+    LearnedReward,
+    PreferencePairs,
+    RewardModel,
+    bradley_terry_loss,
+    dpo_loss,
+    make_preference_pairs,
+    pairwise_accuracy,
+    sequence_log_probs,
+    train_reward_model,
+)
 from minirl.sampling import compute_log_probs, greedy_responses, sample_responses, token_entropy
 from minirl.train import TrainConfig, evaluate, make_model, train, train_supervised
 
@@ -24,24 +36,33 @@ __all__ = [
     "ALGORITHMS",
     "AlgoConfig",
     "History",
+    "LearnedReward",
+    "PreferencePairs",
+    "RewardModel",
     "TinyEncoderDecoder",
     "TrainConfig",
     "aggregate",
+    "bradley_terry_loss",
     "compute_deltas",
     "compute_gae",
     "compute_log_probs",
     "compute_loss",
     "discounted_returns",
+    "dpo_loss",
     "evaluate",
     "get_algorithm",
     "greedy_responses",
     "kl_estimate",
     "make_model",
+    "make_preference_pairs",
+    "pairwise_accuracy",
     "plot_reward_curves",
     "policy_loss",
     "sample_responses",
+    "sequence_log_probs",
     "smooth_centered",
     "token_entropy",
     "train",
+    "train_reward_model",
     "train_supervised",
 ]

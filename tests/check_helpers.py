@@ -5,13 +5,16 @@ from __future__ import annotations
 import minirl
 from minirl.checks import (
     check_bellman_backup,
+    check_bradley_terry_loss,
     check_compute_deltas,
     check_compute_gae,
     check_compute_log_probs,
     check_compute_loss,
     check_discounted_returns,
+    check_dpo_loss,
     check_maze_reward,
     check_monte_carlo_estimate,
+    check_per_position_reward,
     check_reinforce_loss,
     check_sort_distance_reward,
     check_sort_inclusion_ordering_reward,
@@ -19,6 +22,7 @@ from minirl.checks import (
     reference_bellman_backup,
     reference_maze_reward,
     reference_monte_carlo_estimate,
+    reference_per_position_reward,
     reference_reinforce_loss,
     tiny_forward,
 )
@@ -37,6 +41,9 @@ REFERENCES = {
     check_discounted_returns: minirl.discounted_returns,
     check_reinforce_loss: reference_reinforce_loss,
     check_compute_gae: minirl.compute_gae,
+    check_bradley_terry_loss: minirl.bradley_terry_loss,
+    check_dpo_loss: minirl.dpo_loss,
+    check_per_position_reward: reference_per_position_reward,
 }
 ALL_CHECKS = list(REFERENCES)  # every exercise check, with the reference it must accept
 

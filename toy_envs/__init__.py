@@ -2,6 +2,7 @@
 
 - ``toy_envs.maze``: a grid maze (a multi-step MDP, Gymnasium API) with exact expected returns.
 - ``toy_envs.sorting``: the number-sorting task (a contextual bandit whose actions are sequences).
+- ``toy_envs.variable_sorting``: the same with prompts of varying length and an end-of-sequence token.
 """
 
 from toy_envs.maze import (
@@ -21,6 +22,7 @@ from toy_envs.sorting import (
     sort_distance_reward,
     sort_inclusion_ordering_reward,
 )
+from toy_envs.variable_sorting import VARIABLE_REWARDS, VariableLengthSortingTask
 
 __all__ = [
     "ACTION_NAMES",
@@ -28,6 +30,8 @@ __all__ = [
     "Maze",
     "REWARDS",
     "SortingTask",
+    "VARIABLE_REWARDS",
+    "VariableLengthSortingTask",
     "draw_maze",
     "exact_match_reward",
     "expected_returns",
