@@ -9,6 +9,7 @@ chapter; adding a chapter's checks is one star-import line below (its ``__all__`
 
 from minirl.checks._core import *  # noqa: F403
 from minirl.checks._core import __all__ as _core_all
+from minirl.checks.grpo import *  # noqa: F403
 from minirl.checks.ladder import *  # noqa: F403
 from minirl.checks.maze import *  # noqa: F403
 from minirl.checks.maze_pg import *  # noqa: F403
