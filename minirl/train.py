@@ -166,6 +166,7 @@ def _lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, steps: int):
     """None (constant) or a cosine decay lr_t = lr · ½(1 + cos(π t / steps)), stepped once per outer step."""
     if schedule == "constant":
         return None
+
     def factor(t: int) -> float:
         return 0.5 * (1.0 + math.cos(math.pi * min(t, steps) / steps))
 
@@ -281,6 +282,11 @@ def train_supervised(
     target to imitate (default: the correct sorted prompt). Same model, optimiser and number of
     updates as RL, so its final accuracy is the "supervised ceiling" RL is compared with.
     """
+    with one_thread():
+        return _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, seed, demonstrations, progress)
+
+
+def _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, seed, demonstrations, progress):
     generator = torch.Generator().manual_seed(seed)
     model = make_model(task, embedding_dim, seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
