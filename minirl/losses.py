@@ -235,8 +235,8 @@ def policy_loss(
     if ref_log_probs is not None:
         kl_per_token = kl_estimate(log_probs, ref_log_probs.detach(), "k3", max_log_ratio=20.0)
         kl = aggregate(kl_per_token.detach(), mask, "token_mean")
-        if kl_coef:
-            loss = aggregate(per_token + kl_coef * kl_per_token, mask, aggregation, max_length)
+        if kl_coef:  # aggregate is linear: aggregate(ℓ + β·KL) = aggregate(ℓ) + β·aggregate(KL)
+            loss = pg_loss + kl_coef * aggregate(kl_per_token, mask, aggregation, max_length)
 
     with torch.no_grad():
         n_real = mask.sum().clamp(min=1.0)
