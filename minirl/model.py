@@ -20,6 +20,8 @@ import torch
 from einops import einsum
 from torch import nn
 
+from minirl.utils import check_positive_ints
+
 __all__ = ["TinyEncoderDecoder"]
 
 
@@ -47,14 +49,8 @@ class TinyEncoderDecoder(nn.Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        for name, value in [
-            ("vocab_size", vocab_size),
-            ("embedding_dim", embedding_dim),
-            ("prompt_length", prompt_length),
-            ("response_length", response_length),
-        ]:
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int; got {value!r}")
+        check_positive_ints(vocab_size=vocab_size, embedding_dim=embedding_dim, prompt_length=prompt_length,
+                            response_length=response_length)
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.prompt_length = prompt_length

@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 
 from minirl.history import History
 from minirl.sampling import compute_log_probs, sample_responses
-from minirl.utils import one_thread
+from minirl.utils import check_positive_ints, one_thread
 
 __all__ = [
     "LearnedReward",
@@ -189,11 +189,8 @@ class RewardModel(nn.Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        for name, value in [("vocab_size", vocab_size), ("embedding_dim", embedding_dim),
-                            ("prompt_length", prompt_length), ("response_length", response_length),
-                            ("hidden_dim", hidden_dim)]:
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int; got {value!r}")
+        check_positive_ints(vocab_size=vocab_size, embedding_dim=embedding_dim, prompt_length=prompt_length,
+                            response_length=response_length, hidden_dim=hidden_dim)
         self.vocab_size, self.embedding_dim = vocab_size, embedding_dim
         self.prompt_length, self.response_length, self.hidden_dim = prompt_length, response_length, hidden_dim
         std = init_scale / embedding_dim**0.5

@@ -28,7 +28,7 @@ from minirl.history import History
 from minirl.losses import policy_loss
 from minirl.model import TinyEncoderDecoder
 from minirl.sampling import compute_log_probs, gather_log_probs, greedy_responses, sample_responses
-from minirl.utils import one_thread
+from minirl.utils import check_positive_ints, one_thread
 from toy_envs.sorting import SortingTask
 
 __all__ = ["TrainConfig", "evaluate", "make_model", "train", "train_supervised"]
@@ -82,10 +82,8 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        for name in ("steps", "prompts_per_step", "group_size", "embedding_dim", "eval_prompts"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int; got {value!r}")
+        check_positive_ints(steps=self.steps, prompts_per_step=self.prompts_per_step, group_size=self.group_size,
+                            embedding_dim=self.embedding_dim, eval_prompts=self.eval_prompts)
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0; got {self.learning_rate}")
         if self.lr_schedule not in ("constant", "cosine"):

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import torch
 
-__all__ = ["one_thread"]
+__all__ = ["check_positive_ints", "one_thread"]
 
 
 @contextmanager
@@ -26,3 +26,11 @@ def one_thread() -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+def check_positive_ints(**values: object) -> None:
+    """Raise ``ValueError("<name> must be a positive int; got <value>")`` for the first argument that
+    is not an int >= 1, e.g. ``check_positive_ints(vocab_size=vocab_size, steps=steps)``."""
+    for name, value in values.items():
+        if not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name} must be a positive int; got {value!r}")
