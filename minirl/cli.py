@@ -3,6 +3,7 @@
     minirl train   --task sorting --algo grpo --steps 300 --seed 0 --plot grpo.png
     minirl compare --task sorting --algos naive,baselined,clipped,grpo --seeds 3 --plot curves.png
     minirl compare --task maze --algos reinforce,reinforce_baseline,ppo --seeds 3 --plot maze.png
+    minirl compare --task variable_sorting --length 4 --algos grpo,dapo,dr_grpo --seeds 3 --plot lengths.png
     minirl bench
 """
 
@@ -18,10 +19,25 @@ import torch
 from minirl.algorithms import ALGORITHMS
 from minirl.history import History
 from toy_envs.sorting import REWARDS, SortingTask
+from toy_envs.variable_sorting import VARIABLE_REWARDS, VariableLengthSortingTask
 
 __all__ = ["main"]
 
-TASKS = ("sorting", "maze")
+TASKS = ("sorting", "variable_sorting", "maze")
+
+
+def _is_maze(task: str) -> bool:
+    return task == "maze"
+
+
+def _make_task(args: argparse.Namespace) -> SortingTask | VariableLengthSortingTask:
+    if args.task == "variable_sorting":
+        if args.reward not in VARIABLE_REWARDS:
+            raise SystemExit(f"minirl: --reward {args.reward} is not defined for variable_sorting; "
+                             f"choose from {list(VARIABLE_REWARDS)}")
+        return VariableLengthSortingTask(vocab_size=args.vocab_size, max_length=args.length,
+                                         min_length=args.min_length, reward=args.reward)
+    return SortingTask(vocab_size=args.vocab_size, length=args.length, reward=args.reward)
 
 
 def _maze_algorithms() -> tuple[str, ...]:
@@ -42,7 +58,7 @@ def _sorting_config(args: argparse.Namespace, algo: str, seed: int):
         "max_seconds": args.max_seconds,
     }
     return TrainConfig(
-        task=SortingTask(vocab_size=args.vocab_size, length=args.length, reward=args.reward),
+        task=_make_task(args),
         algo=algo,
         seed=seed,
         progress=not args.no_progress,
@@ -53,7 +69,7 @@ def _sorting_config(args: argparse.Namespace, algo: str, seed: int):
 def run_one(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
     """Train one (task, algorithm, seed); return its History and a one-line summary."""
     start = time.perf_counter()
-    if args.task == "sorting":
+    if not _is_maze(args.task):
         from minirl.train import train
 
         _, history = train(_sorting_config(args, algo, seed))
@@ -83,12 +99,12 @@ def _plot(runs: dict[str, list[History]], task: str, path: str) -> None:
 
     from minirl.plotting import plot_reward_curves
 
-    second = "greedy_exact" if task == "sorting" else "exact_return"
-    x = "step" if task == "sorting" else "episodes"
+    second = "exact_return" if _is_maze(task) else "greedy_exact"
+    x = "episodes" if _is_maze(task) else "step"
     fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
     plot_reward_curves(runs, "reward", ax=axes[0], x=x, title=f"{task}: training reward")
     plot_reward_curves(runs, second, ax=axes[1], x=x, smooth=1,
-                       title=f"{task}: {'held-out greedy accuracy' if task == 'sorting' else 'exact return (DP)'}")
+                       title=f"{task}: {'exact return (DP)' if _is_maze(task) else 'held-out greedy accuracy'}")
     fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -97,7 +113,7 @@ def _plot(runs: dict[str, list[History]], task: str, path: str) -> None:
 
 
 def _check_algos(task: str, algos: list[str]) -> None:
-    known = sorted(ALGORITHMS) if task == "sorting" else list(_maze_algorithms())
+    known = list(_maze_algorithms()) if _is_maze(task) else sorted(ALGORITHMS)
     unknown = [a for a in algos if a not in known]
     if unknown:
         raise SystemExit(f"minirl: unknown algorithm(s) {unknown} for --task {task}; choose from {known}")
@@ -124,7 +140,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
             history, summary = run_one(args, algo, seed)
             runs.setdefault(algo, []).append(history)
             print(summary, flush=True)
-    metric = "greedy_exact" if args.task == "sorting" else "greedy_success"
+    metric = "greedy_success" if _is_maze(args.task) else "greedy_exact"
     finals = ", ".join(
         f"{algo} {sum(h.evals[-1][metric] for h in hs) / len(hs):.1%}" for algo, hs in runs.items()
     )
@@ -151,9 +167,10 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--lr", type=float, default=None, help="learning rate (default: the task's default)")
         p.add_argument("--plot", default=None, help="save reward curves to this PNG")
         p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-        g = p.add_argument_group("sorting task")
+        g = p.add_argument_group("sorting tasks")
         g.add_argument("--vocab-size", type=int, default=5)
-        g.add_argument("--length", type=int, default=3)
+        g.add_argument("--length", type=int, default=3, help="prompt length (variable_sorting: the longest)")
+        g.add_argument("--min-length", type=int, default=1, help="variable_sorting: the shortest prompt")
         g.add_argument("--reward", choices=sorted(REWARDS), default="sort_distance")
         g.add_argument("--prompts-per-step", type=int, default=None)
         g.add_argument("--group-size", type=int, default=None)

@@ -9,6 +9,13 @@ Each step, exactly as the textbook algorithm reads:
     5. every ref_refresh_every steps: π_ref ← π_θ
 
 The algorithm (``AlgoConfig``) only chooses knobs; there is no per-algorithm branch.
+
+A task is anything with the interface of ``toy_envs.SortingTask``: ``n_tokens``, ``prompt_length``,
+``response_length``, ``sample_prompts(n, generator)``, ``rewards``, ``per_position_rewards``,
+``is_correct`` and ``sorted_responses``. A task with responses of different lengths
+(``toy_envs.VariableLengthSortingTask``) also has ``response_mask(responses)``: 1 up to and including
+the end-of-sequence token, 0 after; the loss then counts only those tokens and aggregates them with
+the algorithm's ``aggregation`` (this is where ``sequence_mean``, ``token_mean`` and ``constant`` differ).
 """
 
 from __future__ import annotations
@@ -39,7 +46,8 @@ class TrainConfig:
     """Everything one run of ``train`` needs.
 
     Attributes:
-        task: the sorting task (its reward is the training reward).
+        task: the sorting task (its reward is the training reward), ``SortingTask`` or
+            ``VariableLengthSortingTask``.
         algo: a preset name from ``ALGORITHMS`` or an ``AlgoConfig``.
         steps: number of outer steps (one batch of fresh samples each).
         prompts_per_step: prompts per batch.
@@ -101,9 +109,17 @@ class TrainConfig:
 
 
 def make_model(task: SortingTask, embedding_dim: int = 32, seed: int = 0) -> TinyEncoderDecoder:
-    """A freshly initialised ``TinyEncoderDecoder`` sized for ``task``."""
+    """A freshly initialised ``TinyEncoderDecoder`` sized for ``task`` (its tokens, prompt and response lengths)."""
     generator = torch.Generator().manual_seed(seed)
-    return TinyEncoderDecoder(task.vocab_size, embedding_dim, task.length, task.length, generator=generator)
+    return TinyEncoderDecoder(task.n_tokens, embedding_dim, task.prompt_length, task.response_length,
+                              generator=generator)
+
+
+def response_mask(task: SortingTask, responses: torch.Tensor) -> torch.Tensor | None:
+    """The task's mask of real tokens ``[batch, trial, pos]`` (1 up to and including EOS), or None when every
+    response uses every position (``SortingTask``)."""
+    mask_fn = getattr(task, "response_mask", None)
+    return mask_fn(responses) if mask_fn is not None else None
 
 
 class _Tempered(torch.nn.Module):
@@ -137,19 +153,21 @@ def evaluate(
     """Greedy and sampled (T = 1) quality on fresh prompts.
 
     Returns ``greedy_exact``, ``sampled_exact`` (fraction of responses exactly sorted) and
-    ``greedy_position_acc``, ``sampled_position_acc`` (fraction of positions matching the
-    sorted prompt).
+    ``greedy_position_acc``, ``sampled_position_acc`` (fraction of the answer's positions right:
+    Σ_t r_t(x, y) / Σ_t r_t(x, sort(x)) with the per-position reward r_t, averaged over prompts).
     """
     generator = generator if generator is not None else torch.Generator().manual_seed(12345)
-    prompts = task.sample_prompts(n_prompts, generator).to(device)
+    prompts = task.sample_prompts(n_prompts, generator).to(device).cpu()
+    best = task.per_position_rewards(prompts, task.sorted_responses(prompts).unsqueeze(1)).sum(dim=-1)  # [batch, 1]
     out = {}
     for kind, responses in [
-        ("greedy", greedy_responses(model, prompts)),
-        ("sampled", sample_responses(model, prompts, 1, generator=_device_generator(generator, device))),
+        ("greedy", greedy_responses(model, prompts.to(device))),
+        ("sampled", sample_responses(model, prompts.to(device), 1, generator=_device_generator(generator, device))),
     ]:
-        dense = task.per_position_rewards(prompts.cpu(), responses.cpu())
-        out[f"{kind}_exact"] = float(dense.all(dim=-1).float().mean())
-        out[f"{kind}_position_acc"] = float(dense.mean())
+        responses = responses.cpu()
+        out[f"{kind}_exact"] = float(task.is_correct(prompts, responses).float().mean())
+        right = task.per_position_rewards(prompts, responses).sum(dim=-1)  # [batch, 1]
+        out[f"{kind}_position_acc"] = float((right / best).mean())
     return out
 
 
@@ -177,8 +195,9 @@ def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[to
     History records per step: ``reward`` (mean over the batch), ``exact_match`` (fraction of
     sampled responses exactly sorted), ``loss``, ``kl`` (k3 to π_ref, mean per token),
     ``clip_frac_low``/``clip_frac_high``, ``ratio_mean``, ``ratio_max``, ``entropy`` (mean per-position entropy
-    of π_old, the sampling policy, nats), ``grad_norm`` and ``wall_time`` (seconds since the start); and every
-    ``eval_every`` steps the greedy/sampled exact-match rates on held-out prompts.
+    of π_old, the sampling policy, nats), ``grad_norm``, ``response_length`` (mean real tokens per sampled
+    response, EOS included), ``wall_time`` (seconds since the start); and every ``eval_every`` steps the
+    greedy/sampled exact-match rates on held-out prompts.
     """
     with one_thread():
         return _train(config, model)
@@ -214,6 +233,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
         responses = sample_responses(policy, prompts, cfg.group_size, generator=sample_generator)
         rewards = task.rewards(prompts.cpu(), responses.cpu()).to(device)
         advantages = _advantages(task, algo, prompts, responses, rewards)
+        mask = response_mask(task, responses)  # [batch, trial, pos] or None: every token real
         with torch.no_grad():
             old_log_probs = compute_log_probs(prompts, responses, policy)  # π_old: the sampler, frozen
             ref_log_probs = compute_log_probs(prompts, responses, ref_policy) if ref_policy else None
@@ -228,12 +248,14 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
                 log_probs,
                 old_log_probs if algo.importance_ratio else None,
                 advantages,
+                mask,
                 clip_eps_low=algo.clip_eps_low,
                 clip_eps_high=algo.clip_eps_high,
                 ratio_level=algo.ratio_level,
                 aggregation=algo.aggregation,
                 ref_log_probs=ref_log_probs,
                 kl_coef=algo.kl_coef,
+                max_length=task.response_length,
             )
             if algo.entropy_coef:
                 loss = loss - algo.entropy_coef * entropy_per_pos.mean()
@@ -253,7 +275,9 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
                     kl=metrics["kl"], clip_frac_low=metrics["clip_frac_low"],
                     clip_frac_high=metrics["clip_frac_high"], ratio_mean=metrics["ratio_mean"],
                     ratio_max=metrics["ratio_max"],
-                    entropy=entropy, grad_norm=grad_norm, wall_time=elapsed)
+                    entropy=entropy, grad_norm=grad_norm,
+                    response_length=float(mask.sum(-1).mean()) if mask is not None else float(responses.shape[-1]),
+                    wall_time=elapsed)
         out_of_time = cfg.max_seconds is not None and elapsed >= cfg.max_seconds
         if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps or out_of_time:
             ev = run_eval(step, elapsed)

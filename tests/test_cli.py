@@ -29,6 +29,16 @@ def test_compare_sorting_summary_line(capsys):
     assert "mean final greedy_exact: naive" in capsys.readouterr().out
 
 
+def test_compare_variable_length_sorting(tmp_path, capsys):
+    png = tmp_path / "lengths.png"
+    assert main(["compare", "--task", "variable_sorting", "--length", "3", "--vocab-size", "4", "--algos",
+                 "grpo,dr_grpo", "--seeds", "1", "--steps", "10", "--no-progress", "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert "compared 2 algorithms x 1 seeds on variable_sorting" in out and png.exists()
+    with pytest.raises(SystemExit, match="not defined for variable_sorting"):
+        main(["train", "--task", "variable_sorting", "--reward", "sort_inclusion_ordering", "--no-progress"])
+
+
 def test_unknown_algorithm_is_a_clear_error():
     with pytest.raises(SystemExit, match=r"unknown algorithm\(s\) \['ppo'\] for --task sorting"):
         main(["train", "--algo", "ppo", "--no-progress"])

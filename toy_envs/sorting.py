@@ -175,6 +175,21 @@ class SortingTask:
             return 1.0
         raise ValueError("max_reward is only known for the built-in rewards")
 
+    # -- sizes (the interface ``minirl.train`` reads; see also ``VariableLengthSortingTask``) --
+
+    @property
+    def n_tokens(self) -> int:
+        """Token ids a policy for this task emits: the numbers, ``vocab_size``."""
+        return self.vocab_size
+
+    @property
+    def prompt_length(self) -> int:
+        return self.length
+
+    @property
+    def response_length(self) -> int:
+        return self.length
+
     # -- sampling ---------------------------------------------------------------------------
 
     def sample_prompts(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:

@@ -99,18 +99,18 @@ class VariableLengthSortingTask:
 
     # -- sampling -------------------------------------------------------------------------------
 
-    def sample_prompts(self, n: int, generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def sample_prompts(self, n: int, generator: torch.Generator | None = None) -> torch.Tensor:
         """``n`` prompts with lengths uniform in [min_length, max_length] and numbers uniform in [0, vocab_size).
 
-        Returns ``(prompts, prompt_lengths)``: LongTensor[n, max_length] (PAD after each prompt's
-        end) and LongTensor[n].
+        Returns LongTensor[n, max_length], PAD after each prompt's end (``prompt_lengths`` reads the
+        lengths back). Same signature as ``SortingTask.sample_prompts``, so ``minirl.train`` runs on both.
         """
         if not isinstance(n, int) or n < 1:
             raise ValueError(f"n must be a positive int; got {n!r}")
         lengths = torch.randint(self.min_length, self.max_length + 1, (n,), generator=generator)
         values = torch.randint(0, self.vocab_size, (n, self.max_length), generator=generator)
         inside = torch.arange(self.max_length) < lengths.unsqueeze(1)
-        return torch.where(inside, values, torch.full_like(values, self.pad)), lengths
+        return torch.where(inside, values, torch.full_like(values, self.pad))
 
     def prompt_lengths(self, prompts: torch.Tensor) -> torch.Tensor:
         """The number of non-PAD tokens of each prompt: [batch, max_length] -> LongTensor[batch]."""
