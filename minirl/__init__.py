@@ -5,7 +5,8 @@ The public API, in the order the course meets it:
 - the sorting policy: ``TinyEncoderDecoder``, ``sample_responses``, ``compute_log_probs``
 - the ladder: ``compute_deltas``, ``compute_loss``
 - the general loss: ``policy_loss``, ``kl_estimate``, ``aggregate``
-- presets and the loop: ``ALGORITHMS``, ``AlgoConfig``, ``TrainConfig``, ``train``, ``evaluate``
+- presets and the loop: ``ALGORITHMS``, ``AlgoConfig``, ``TrainConfig``, ``train`` (its inner
+  update ``policy_update``), ``evaluate``
 - curves: ``History``, ``plot_reward_curves``
 - preferences: ``bradley_terry_loss``, ``RewardModel``, ``train_reward_model``, ``dpo_loss``
 """
@@ -28,7 +29,7 @@ from minirl.preferences import (
     train_reward_model,
 )
 from minirl.sampling import compute_log_probs, greedy_responses, sample_responses, token_entropy
-from minirl.train import TrainConfig, evaluate, make_model, train, train_supervised
+from minirl.train import TrainConfig, evaluate, make_model, policy_update, train, train_supervised
 
 __version__ = "0.1.0"
 
@@ -58,6 +59,7 @@ __all__ = [
     "pairwise_accuracy",
     "plot_reward_curves",
     "policy_loss",
+    "policy_update",
     "sample_responses",
     "sequence_log_probs",
     "smooth_centered",

@@ -38,7 +38,7 @@ from minirl.sampling import compute_log_probs, gather_log_probs, greedy_response
 from minirl.utils import check_positive_ints, one_thread
 from toy_envs.sorting import SortingTask
 
-__all__ = ["TrainConfig", "evaluate", "make_model", "train", "train_supervised"]
+__all__ = ["TrainConfig", "evaluate", "make_model", "policy_update", "response_mask", "train", "train_supervised"]
 
 
 @dataclass
@@ -189,6 +189,65 @@ def _lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, steps: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def policy_update(
+    policy: torch.nn.Module,
+    optimizer: torch.optim.Optimizer,
+    algo: AlgoConfig,
+    prompts: torch.Tensor,
+    responses: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    ref_log_probs: torch.Tensor | None = None,
+    max_grad_norm: float | None = 1.0,
+    max_length: int | None = None,
+) -> dict[str, float]:
+    """Step 4 of the loop: ``algo.inner_epochs`` gradient steps on one batch of samples, π_old held fixed.
+
+    Each inner step minimises ``policy_loss`` (the clipped surrogate, plus β · KL to π_ref) minus
+    ``algo.entropy_coef`` · mean_pos H(π_θ(· | x)), clipping the gradient's global norm to ``max_grad_norm``.
+
+    Args:
+        policy: maps prompts ``[batch, P]`` to logits ``[batch, pos, vocab]``; its parameters are the ones
+            ``optimizer`` updates.
+        prompts ``[batch, P]``, responses ``[batch, trial, pos]``: the batch sampled from π_old.
+        old_log_probs: log π_old of the sampled tokens ``[batch, trial, pos]`` (ignored when
+            ``algo.importance_ratio`` is False).
+        advantages: ``[batch, trial]`` (or ``[batch, trial, pos]`` for a process reward).
+        mask, ref_log_probs, max_length: as in ``policy_loss``.
+
+    Returns the metrics of the last inner step (``policy_loss``'s, plus ``loss`` and ``grad_norm``) and
+    ``entropy``, the mean per-position entropy of π_old (measured at the first inner step, before any change).
+    """
+    limit = max_grad_norm if max_grad_norm is not None else float("inf")
+    for epoch in range(algo.inner_epochs):
+        log_p = F.log_softmax(policy(prompts), dim=-1)  # [batch, pos, vocab]: one forward pass
+        log_probs = gather_log_probs(log_p, responses)  # [batch, trial, pos]
+        entropy_per_pos = -(log_p.exp() * log_p).sum(dim=-1)  # [batch, pos]
+        if epoch == 0:
+            entropy = float(entropy_per_pos.detach().mean())  # of π_old, the policy that sampled
+        loss, metrics = policy_loss(
+            log_probs,
+            old_log_probs if algo.importance_ratio else None,
+            advantages,
+            mask,
+            clip_eps_low=algo.clip_eps_low,
+            clip_eps_high=algo.clip_eps_high,
+            ratio_level=algo.ratio_level,
+            aggregation=algo.aggregation,
+            ref_log_probs=ref_log_probs,
+            kl_coef=algo.kl_coef,
+            max_length=max_length,
+        )
+        if algo.entropy_coef:
+            loss = loss - algo.entropy_coef * entropy_per_pos.mean()
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(policy.parameters(), limit))
+        optimizer.step()
+    return {**metrics, "loss": loss.item(), "grad_norm": grad_norm, "entropy": entropy}
+
+
 def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[torch.nn.Module, History]:
     """Train a policy on ``config.task`` with ``config.algo``; returns (model, History).
 
@@ -212,7 +271,6 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
     ref_policy = copy.deepcopy(policy).requires_grad_(False) if algo.kl_coef > 0 else None
     optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
     scheduler = _lr_scheduler(optimizer, cfg.lr_schedule, cfg.steps)
-    max_grad_norm = cfg.max_grad_norm if cfg.max_grad_norm is not None else float("inf")
     generator = torch.Generator().manual_seed(cfg.seed)
     sample_generator = _device_generator(generator, cfg.device)
     eval_generator_seed = 10_000 + cfg.seed
@@ -238,31 +296,8 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
             old_log_probs = compute_log_probs(prompts, responses, policy)  # π_old: the sampler, frozen
             ref_log_probs = compute_log_probs(prompts, responses, ref_policy) if ref_policy else None
 
-        for epoch in range(algo.inner_epochs):
-            log_p = F.log_softmax(policy(prompts), dim=-1)  # [batch, pos, vocab]: one forward pass
-            log_probs = gather_log_probs(log_p, responses)  # [batch, trial, pos]
-            entropy_per_pos = -(log_p.exp() * log_p).sum(dim=-1)  # [batch, pos]
-            if epoch == 0:
-                entropy = float(entropy_per_pos.detach().mean())  # of π_old, the policy that sampled
-            loss, metrics = policy_loss(
-                log_probs,
-                old_log_probs if algo.importance_ratio else None,
-                advantages,
-                mask,
-                clip_eps_low=algo.clip_eps_low,
-                clip_eps_high=algo.clip_eps_high,
-                ratio_level=algo.ratio_level,
-                aggregation=algo.aggregation,
-                ref_log_probs=ref_log_probs,
-                kl_coef=algo.kl_coef,
-                max_length=task.response_length,
-            )
-            if algo.entropy_coef:
-                loss = loss - algo.entropy_coef * entropy_per_pos.mean()
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            grad_norm = float(torch.nn.utils.clip_grad_norm_(model.parameters(), max_grad_norm))
-            optimizer.step()
+        update = policy_update(policy, optimizer, algo, prompts, responses, old_log_probs, advantages, mask,
+                               ref_log_probs, max_grad_norm=cfg.max_grad_norm, max_length=task.response_length)
         if scheduler is not None:
             scheduler.step()
 
@@ -271,11 +306,9 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
 
         exact = float(task.is_correct(prompts.cpu(), responses.cpu()).float().mean())
         elapsed = time.perf_counter() - start
-        history.log(step=step, reward=float(rewards.mean()), exact_match=exact, loss=loss.item(),
-                    kl=metrics["kl"], clip_frac_low=metrics["clip_frac_low"],
-                    clip_frac_high=metrics["clip_frac_high"], ratio_mean=metrics["ratio_mean"],
-                    ratio_max=metrics["ratio_max"],
-                    entropy=entropy, grad_norm=grad_norm,
+        history.log(step=step, reward=float(rewards.mean()), exact_match=exact,
+                    **{k: update[k] for k in ("loss", "kl", "clip_frac_low", "clip_frac_high", "ratio_mean",
+                                              "ratio_max", "entropy", "grad_norm")},
                     response_length=float(mask.sum(-1).mean()) if mask is not None else float(responses.shape[-1]),
                     wall_time=elapsed)
         out_of_time = cfg.max_seconds is not None and elapsed >= cfg.max_seconds

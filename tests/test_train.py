@@ -137,3 +137,25 @@ def test_plot_reward_curves_mean_band_and_legend():
     assert ax.get_xlabel() == "training step" and "reward" in ax.get_ylabel()
     with pytest.raises(KeyError, match="not recorded"):
         plot_reward_curves({"a": [fake([1])]}, metric="greedy_exact")
+
+
+def test_policy_update_is_the_loops_inner_step():
+    """policy_update on a batch moves the policy as train() does: more mass on the better response."""
+    from minirl import compute_log_probs, make_model, policy_update
+
+    model = make_model(TASK, seed=0)
+    prompts = torch.tensor([[2, 0, 1]])
+    responses = torch.tensor([[[0, 1, 2], [2, 1, 0]]])  # right, wrong
+    advantages = torch.tensor([[1.0, -1.0]])
+    with torch.no_grad():
+        old = compute_log_probs(prompts, responses, model)
+    algo = ALGORITHMS["grpo"].with_(kl_coef=0.0, entropy_coef=0.0, inner_epochs=3)
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
+    out = policy_update(model, optimizer, algo, prompts, responses, old, advantages)
+    with torch.no_grad():
+        new = compute_log_probs(prompts, responses, model)
+    ratio = (new - old).sum(-1).exp()[0]  # sequence ratios π_new / π_old
+    assert ratio[0] > 1.05 and ratio[1] < 0.95
+    assert out["entropy"] == pytest.approx(math.log(5), abs=0.05)  # near-uniform initial policy over 5 tokens
+    assert set(out) >= {"loss", "grad_norm", "kl", "clip_frac_low", "clip_frac_high", "ratio_mean", "ratio_max"}
+    assert out["ratio_mean"] != 1.0  # metrics are those of the last inner step, after the first moved π_θ
