@@ -217,6 +217,13 @@ class Check:
             self.fail(f"{what}: expected {format_tensor(want)}, got {format_tensor(got)}")
         self.fail(f"{what}: wrong values{_where_differs(got, want)}")
 
+    def unchanged(self, before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], what: str,
+                  fix: str = "compute new tensors instead") -> None:
+        """Assert (one check) that the learner's function did not edit its inputs in place: ``before`` holds
+        copies taken before the call, ``after`` the tensors that were passed, by the same names."""
+        changed = [name for name in before if not torch.equal(before[name], after[name].detach())]
+        self.expect(not changed, f"{what}: your function changed its input {', '.join(changed)} in place; {fix}")
+
     def equal_number(self, got: Any, want: float, what: str) -> float:
         """Assert that ``got`` is a number equal to ``want`` (one check); return it as a float."""
         try:

@@ -58,10 +58,7 @@ def _random_dones(shape: Sequence[int], gen: torch.Generator, p: float = 0.25) -
     return dones
 
 
-def _unchanged(c: Check, before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], what: str) -> None:
-    changed = [name for name in before if not torch.equal(before[name], after[name])]
-    c.expect(not changed, f"{what}: your function changed its input {', '.join(changed)} in place; "
-                          "write the results into a new tensor (torch.zeros_like(rewards))")
+_NEW_TENSOR = "write the results into a new tensor (torch.zeros_like(rewards))"
 
 
 def _result(c: Check, got, want: torch.Tensor, what: str) -> torch.Tensor:
@@ -171,7 +168,7 @@ def _check_returns_case(c: Check, fn: Callable, rewards: torch.Tensor, dones: to
                         want: torch.Tensor, what: str) -> None:
     r, d = rewards.clone(), dones.clone()
     got = c.call(fn, r, d, gamma, call=what, hints=_LAST_AXIS_HINTS)
-    _unchanged(c, {"rewards": rewards, "dones": dones}, {"rewards": r, "dones": d}, what)
+    c.unchanged({"rewards": rewards, "dones": dones}, {"rewards": r, "dones": d}, what, _NEW_TENSOR)
     got = _result(c, got, want, what)
     c.close(got, want, what, _returns_mistakes(rewards, dones, gamma))
 
@@ -277,8 +274,8 @@ def _check_loss_case(c: Check, fn: Callable, lp: torch.Tensor, adv: torch.Tensor
     got = c.call(fn, log_probs, advantages, m, call=what,
                  hints=[("size of tensor", "log_probs, advantages and mask all have shape [episode, time]: "
                                            "multiply them elementwise")])
-    _unchanged(c, {"log_probs": lp, "advantages": adv, "mask": mask},
-               {"log_probs": log_probs.detach(), "advantages": advantages.detach(), "mask": m}, what)
+    c.unchanged({"log_probs": lp, "advantages": adv, "mask": mask},
+                {"log_probs": log_probs.detach(), "advantages": advantages.detach(), "mask": m}, what, _NEW_TENSOR)
     got = c.tensor(got, f"loss ({what})")
     if got.dim() != 0:
         hint = " — you returned the per-step terms; reduce them to one number" if got.shape == lp.shape else ""
@@ -379,7 +376,7 @@ def _check_gae_case(c: Check, fn: Callable, inputs: tuple[torch.Tensor, ...], ga
     copies = tuple(x.clone() for x in inputs)
     got = c.call(fn, *copies, gamma, lam, call=what, hints=_LAST_AXIS_HINTS)
     names = ("rewards", "values", "next_values", "dones")
-    _unchanged(c, dict(zip(names, inputs)), dict(zip(names, copies)), what)
+    c.unchanged(dict(zip(names, inputs)), dict(zip(names, copies)), what, _NEW_TENSOR)
     got = _result(c, got, want, what)
     c.close(got, want, what, _gae_mistakes(*inputs, gamma, lam))
 

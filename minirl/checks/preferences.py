@@ -46,12 +46,6 @@ def _generator(offset: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(SEED + offset)
 
 
-def _unchanged(c: Check, before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], what: str) -> None:
-    changed = [name for name in before if not torch.equal(before[name], after[name].detach())]
-    c.expect(not changed, f"{what}: your function changed its input {', '.join(changed)} in place; "
-                          "compute new tensors instead")
-
-
 def _scalar(c: Check, got, batch: int, what: str) -> torch.Tensor:
     got = c.tensor(got, what)
     if got.dim() != 0:
@@ -114,7 +108,7 @@ def _check_bt_case(c: Check, fn: Callable, rc: torch.Tensor, rr: torch.Tensor, w
     got = c.call(fn, r_chosen, r_rejected, call=what,
                  hints=[("size of tensor", "r_chosen and r_rejected both have shape [batch]: subtract them "
                                            "elementwise")])
-    _unchanged(c, {"r_chosen": rc, "r_rejected": rr}, {"r_chosen": r_chosen, "r_rejected": r_rejected}, what)
+    c.unchanged({"r_chosen": rc, "r_rejected": rr}, {"r_chosen": r_chosen, "r_rejected": r_rejected}, what)
     label = f"loss ({what})"
     got = _scalar(c, got, rc.shape[0], label)
     mistakes = _bt_mistakes(rc, rr)
@@ -241,7 +235,7 @@ def _check_dpo_case(c: Check, fn: Callable, logps: tuple, beta: float, want: tup
     names = ("policy_chosen_logps", "policy_rejected_logps", "ref_chosen_logps", "ref_rejected_logps")
     got = c.call(fn, *args, beta, call=what, hints=[("size of tensor", "all four log-prob tensors have shape "
                                                                         "[batch]: combine them elementwise")])
-    _unchanged(c, dict(zip(names, (pc, pr, rc, rr))), dict(zip(names, args)), what)
+    c.unchanged(dict(zip(names, (pc, pr, rc, rr))), dict(zip(names, args)), what)
     if not isinstance(got, (tuple, list)) or len(got) != 3:
         kind = f"a tuple of {len(got)}" if isinstance(got, (tuple, list)) else type(got).__name__
         c.fail(f"{what}: return three values, (loss, chosen_rewards, rejected_rewards); got {kind}")
@@ -343,7 +337,7 @@ def _check_process_case(c: Check, fn: Callable, prompts: torch.Tensor, responses
     got = c.call(fn, p, r, call=what, hints=[
         ("size of tensor", "compare each response with its own prompt's sorted version: "
                            "prompts.sort(dim=-1).values.unsqueeze(1) has shape [batch, 1, pos]")])
-    _unchanged(c, {"prompts": prompts, "responses": responses}, {"prompts": p, "responses": r}, what)
+    c.unchanged({"prompts": prompts, "responses": responses}, {"prompts": p, "responses": r}, what)
     batch, trial, pos = responses.shape
     per_response = "one reward per POSITION; summing (or .all()) over positions gives the outcome reward"
     got = c.shape(got, [batch, trial, pos], "batch, trial, pos", f"rewards ({what})",
