@@ -157,12 +157,13 @@ def evaluate(
     Σ_t r_t(x, y) / Σ_t r_t(x, sort(x)) with the per-position reward r_t, averaged over prompts).
     """
     generator = generator if generator is not None else torch.Generator().manual_seed(12345)
-    prompts = task.sample_prompts(n_prompts, generator).to(device).cpu()
+    prompts = task.sample_prompts(n_prompts, generator)  # on the CPU, where the task scores them
     best = task.per_position_rewards(prompts, task.sorted_responses(prompts).unsqueeze(1)).sum(dim=-1)  # [batch, 1]
+    on_device = prompts.to(device)
     out = {}
     for kind, responses in [
-        ("greedy", greedy_responses(model, prompts.to(device))),
-        ("sampled", sample_responses(model, prompts.to(device), 1, generator=_device_generator(generator, device))),
+        ("greedy", greedy_responses(model, on_device)),
+        ("sampled", sample_responses(model, on_device, 1, generator=_device_generator(generator, device))),
     ]:
         responses = responses.cpu()
         out[f"{kind}_exact"] = float(task.is_correct(prompts, responses).float().mean())
