@@ -21,6 +21,7 @@ from dataclasses import dataclass, fields, replace
 
 from minirl.advantages import DELTA_MODES
 from minirl.losses import AGGREGATIONS
+from minirl.utils import check_positive_ints
 
 __all__ = ["ALGORITHMS", "AlgoConfig", "get_algorithm"]
 
@@ -71,8 +72,7 @@ class AlgoConfig:
             raise ValueError(f"ratio_level must be 'token' or 'sequence'; got {self.ratio_level!r}")
         if self.aggregation not in AGGREGATIONS:
             raise ValueError(f"aggregation must be one of {AGGREGATIONS}; got {self.aggregation!r}")
-        if not isinstance(self.inner_epochs, int) or self.inner_epochs < 1:
-            raise ValueError(f"inner_epochs must be a positive int; got {self.inner_epochs!r}")
+        check_positive_ints(inner_epochs=self.inner_epochs)
         if self.entropy_coef < 0:
             raise ValueError(f"entropy_coef must be >= 0; got {self.entropy_coef}")
         if self.kl_coef < 0:

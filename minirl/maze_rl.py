@@ -67,7 +67,7 @@ from tqdm.auto import tqdm
 from minirl.advantages import compute_gae, discounted_returns
 from minirl.history import History
 from minirl.losses import policy_loss
-from minirl.utils import one_thread
+from minirl.utils import check_positive_ints, one_thread
 from toy_envs.maze import Maze, expected_returns
 
 __all__ = [
@@ -202,8 +202,7 @@ def rollout(
     ``max_steps`` moves.  Actions are drawn with ``torch.multinomial`` from ``generator`` (None =
     torch's global generator).
     """
-    if not isinstance(n_episodes, int) or n_episodes < 1:
-        raise ValueError(f"n_episodes must be a positive int; got {n_episodes!r}")
+    check_positive_ints(n_episodes=n_episodes)
     table = torch.tensor(maze.next_cell_table.copy())  # [n_cells, 4]: the cell each move leads to
     horizon = maze.max_steps
     cell = torch.full((n_episodes,), maze.start, dtype=torch.long)

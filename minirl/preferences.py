@@ -367,8 +367,7 @@ def make_preference_pairs(
     Raises ValueError when ``max_rounds`` rounds of sampling found too few untied pairs (a policy
     that always answers the same way gives only ties).
     """
-    if not isinstance(n_pairs, int) or n_pairs < 1:
-        raise ValueError(f"n_pairs must be a positive int; got {n_pairs!r}")
+    check_positive_ints(n_pairs=n_pairs)
     if not 0.0 <= noise <= 1.0:
         raise ValueError(f"noise must be a probability in [0, 1]; got {noise!r}")
     scorer = task.rewards if scorer is None else scorer
@@ -448,10 +447,7 @@ def train_reward_model(
     (``history.evals``) ``train_accuracy``, ``val_accuracy`` (against the labels as given, noise
     included) and ``val_true_accuracy`` (against the hidden scorer: the noise does not cap it).
     """
-    if not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive int; got {epochs!r}")
-    if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int; got {batch_size!r}")
+    check_positive_ints(epochs=epochs, batch_size=batch_size)
     generator = torch.Generator().manual_seed(seed)
     if val_pairs is None:
         pairs, val_pairs = pairs.split(val_fraction, generator)

@@ -11,6 +11,8 @@ import torch.nn.functional as F
 from einops import rearrange, repeat
 from torch import nn
 
+from minirl.utils import check_positive_ints
+
 __all__ = ["compute_log_probs", "gather_log_probs", "greedy_responses", "sample_responses", "token_entropy"]
 
 
@@ -26,8 +28,7 @@ def sample_responses(
     prompts[batch, pos] -> responses LongTensor[batch, trial, pos] with trial = num_responses.
     Runs without gradients: sampling is data collection, not part of the loss.
     """
-    if not isinstance(num_responses, int) or num_responses < 1:
-        raise ValueError(f"num_responses must be a positive int; got {num_responses!r}")
+    check_positive_ints(num_responses=num_responses)
     if not temperature > 0:
         raise ValueError(f"temperature must be > 0; got {temperature!r}")
     with torch.no_grad():
