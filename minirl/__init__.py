@@ -6,7 +6,9 @@ The public API, in the order the course meets it:
 - the ladder: ``compute_deltas``, ``compute_loss``
 - the general loss: ``policy_loss``, ``kl_estimate``, ``aggregate``
 - presets and the loop: ``ALGORITHMS``, ``AlgoConfig``, ``TrainConfig``, ``train`` (its inner
-  update ``policy_update``), ``evaluate``
+  update ``policy_update``), ``evaluate``; the contracts it is written against: ``Policy``, ``Task``,
+  ``Rollout`` (``minirl.protocols``), the toy model as a policy: ``ToyPolicy``
+- a real language model: ``minirl.lm`` (``load_policy``, ``CausalLMPolicy``), ``sft_loss``
 - curves: ``History``, ``plot_reward_curves``
 - preferences: ``bradley_terry_loss``, ``RewardModel``, ``train_reward_model``, ``dpo_loss``
 """
@@ -14,7 +16,7 @@ The public API, in the order the course meets it:
 from minirl.advantages import compute_deltas, compute_gae, discounted_returns
 from minirl.algorithms import ALGORITHMS, AlgoConfig, get_algorithm
 from minirl.history import History
-from minirl.losses import aggregate, compute_loss, kl_estimate, policy_loss
+from minirl.losses import aggregate, compute_loss, kl_estimate, policy_loss, sft_loss
 from minirl.model import TinyEncoderDecoder
 from minirl.plotting import plot_reward_curves, smooth_centered
 from minirl.preferences import (
@@ -28,8 +30,10 @@ from minirl.preferences import (
     sequence_log_probs,
     train_reward_model,
 )
+from minirl.protocols import Policy, Rollout, Task, TokenScores
 from minirl.sampling import compute_log_probs, greedy_responses, sample_responses, token_entropy
-from minirl.train import TrainConfig, evaluate, make_model, policy_update, train, train_supervised
+from minirl.toy_policy import ToyPolicy
+from minirl.train import TrainConfig, evaluate, make_model, policy_update, rollout_log_probs, train, train_supervised
 
 __version__ = "0.1.0"
 
@@ -40,7 +44,12 @@ __all__ = [
     "LearnedReward",
     "PreferencePairs",
     "RewardModel",
+    "Policy",
+    "Rollout",
+    "Task",
     "TinyEncoderDecoder",
+    "TokenScores",
+    "ToyPolicy",
     "TrainConfig",
     "aggregate",
     "bradley_terry_loss",
@@ -60,8 +69,10 @@ __all__ = [
     "plot_reward_curves",
     "policy_loss",
     "policy_update",
+    "rollout_log_probs",
     "sample_responses",
     "sequence_log_probs",
+    "sft_loss",
     "smooth_centered",
     "token_entropy",
     "train",

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["AGGREGATIONS", "LOSS_MODES", "aggregate", "compute_loss", "kl_estimate", "policy_loss"]
+__all__ = ["AGGREGATIONS", "LOSS_MODES", "aggregate", "compute_loss", "kl_estimate", "policy_loss", "sft_loss"]
 
 LOSS_MODES = ("naive", "unclipped", "clipped")
 AGGREGATIONS = ("sequence_mean", "token_mean", "constant")
@@ -129,7 +129,13 @@ def kl_estimate(
 
 
 def aggregate(
-    per_token: torch.Tensor, mask: torch.Tensor, aggregation: str = "sequence_mean", max_length: int | None = None
+    per_token: torch.Tensor,
+    mask: torch.Tensor,
+    aggregation: str = "sequence_mean",
+    max_length: int | None = None,
+    *,
+    n_sequences: int | None = None,
+    n_tokens: float | None = None,
 ) -> torch.Tensor:
     """Reduce a per-token quantity ``[batch, trial, pos]`` over the real tokens (mask = 1) to a scalar.
 
@@ -141,6 +147,11 @@ def aggregate(
       a fixed normaliser, so no length-dependent weighting at all.
 
     A row whose mask is all zero contributes 0 (denominators are clamped to at least 1).
+
+    Micro-batches (gradient accumulation): pass the WHOLE batch's ``n_sequences`` (N_seq, responses) and
+    ``n_tokens`` (Σ m over the whole batch) when ``per_token`` is one slice of it. Then the slices' results
+    add up to the whole batch's, whatever the aggregation: normalising each slice by its own counts would
+    silently reweight tokens (a slice of short responses would weigh as much as one of long ones).
     """
     if aggregation not in AGGREGATIONS:
         raise ValueError(f"aggregation must be one of {AGGREGATIONS}; got {aggregation!r}")
@@ -148,13 +159,14 @@ def aggregate(
     masked = per_token * mask
     if aggregation == "sequence_mean":
         per_sequence = masked.sum(dim=-1) / mask.sum(dim=-1).clamp(min=1.0)
-        return per_sequence.mean()
+        return per_sequence.mean() if n_sequences is None else per_sequence.sum() / n_sequences
     if aggregation == "token_mean":
-        return masked.sum() / mask.sum().clamp(min=1.0)
+        return masked.sum() / (mask.sum().clamp(min=1.0) if n_tokens is None else max(float(n_tokens), 1.0))
     length = per_token.shape[-1] if max_length is None else max_length
     if length < per_token.shape[-1]:
         raise ValueError(f"max_length must be >= the number of positions {per_token.shape[-1]}; got {length}")
-    n_sequences = per_token.shape[0] * per_token.shape[1]
+    if n_sequences is None:
+        n_sequences = per_token.shape[0] * per_token.shape[1]
     return masked.sum() / (n_sequences * length)
 
 
@@ -171,6 +183,8 @@ def policy_loss(
     ref_log_probs: torch.Tensor | None = None,
     kl_coef: float = 0.0,
     max_length: int | None = None,
+    n_sequences: int | None = None,
+    n_tokens: float | None = None,
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """The one clipped surrogate behind PPO, GRPO, DAPO, GSPO and Dr GRPO.
 
@@ -193,6 +207,8 @@ def policy_loss(
         ref_log_probs: log π_ref of the same tokens for the KL penalty (needed when kl_coef > 0).
         kl_coef: β, the weight of the per-token k3 KL estimate.
         max_length: the constant of the ``"constant"`` aggregation (default: the pos axis size).
+        n_sequences, n_tokens: the whole batch's response and real-token counts when these tensors are one
+            micro-batch of it (see ``aggregate``); None = this batch is the whole batch.
 
     Returns:
         ``(loss, metrics)`` with metrics ``clip_frac_low`` / ``clip_frac_high`` (fraction of real
@@ -228,7 +244,8 @@ def policy_loss(
     ratio = torch.exp(log_ratio)
 
     per_token = -_clipped_surrogate(ratio, adv, clip_eps_low, clip_eps_high)
-    pg_loss = aggregate(per_token, mask, aggregation, max_length)
+    totals = {"n_sequences": n_sequences, "n_tokens": n_tokens}
+    pg_loss = aggregate(per_token, mask, aggregation, max_length, **totals)
 
     kl = torch.zeros((), dtype=log_probs.dtype)
     loss = pg_loss
@@ -236,7 +253,7 @@ def policy_loss(
         kl_per_token = kl_estimate(log_probs, ref_log_probs.detach(), "k3", max_log_ratio=20.0)
         kl = aggregate(kl_per_token.detach(), mask, "token_mean")
         if kl_coef:  # aggregate is linear: aggregate(ℓ + β·KL) = aggregate(ℓ) + β·aggregate(KL)
-            loss = pg_loss + kl_coef * aggregate(kl_per_token, mask, aggregation, max_length)
+            loss = pg_loss + kl_coef * aggregate(kl_per_token, mask, aggregation, max_length, **totals)
 
     with torch.no_grad():
         n_real = mask.sum().clamp(min=1.0)
@@ -254,3 +271,30 @@ def policy_loss(
             "pg_loss": float(pg_loss),
         }
     return loss, metrics
+
+
+def sft_loss(
+    log_probs: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    aggregation: str = "token_mean",
+    max_length: int | None = None,
+    *,
+    n_sequences: int | None = None,
+    n_tokens: float | None = None,
+) -> torch.Tensor:
+    """Supervised fine-tuning on demonstrations: the negative log-likelihood of their tokens,
+
+        L = aggregate(−log π_θ(y_t | x, y_<t), mask, aggregation)
+
+    with log_probs ``[batch, trial, pos]`` of the demonstration tokens (a ``trial`` axis of demonstrations
+    per prompt, often 1) and the same aggregation conventions as ``policy_loss`` (``"token_mean"``, the
+    usual SFT choice, weighs every demonstrated token the same). It is ``policy_loss`` with advantage 1 on
+    every token and no ratio: imitation is policy gradient on samples that all "won".
+    """
+    if log_probs.dim() != 3:
+        raise ValueError(f"log_probs must have shape [batch, trial, pos]; got {list(log_probs.shape)}")
+    if mask is None:
+        mask = torch.ones_like(log_probs)
+    elif mask.shape != log_probs.shape:
+        raise ValueError(f"shape mismatch: mask {list(mask.shape)}, log_probs {list(log_probs.shape)}")
+    return aggregate(-log_probs, mask, aggregation, max_length, n_sequences=n_sequences, n_tokens=n_tokens)

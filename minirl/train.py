@@ -1,21 +1,23 @@
-"""One training loop for every policy-gradient algorithm on the sorting task.
+"""One training loop for every policy-gradient algorithm and every kind of policy.
 
 Each step, exactly as the textbook algorithm reads:
 
-    1. sample a batch of prompts x                                             [batch, pos]
+    1. sample a batch of prompts x                                             [batch]
     2. π_old ← π_θ; sample a group of G responses per prompt from π_old       [batch, trial, pos]
     3. score them: rewards r, then advantages Δ (compute_deltas)               [batch, trial]
     4. for inner_epochs: take a gradient step on policy_loss(π_θ, π_old, Δ, π_ref)
     5. every ref_refresh_every steps: π_ref ← π_θ
 
-The algorithm (``AlgoConfig``) only chooses knobs; there is no per-algorithm branch.
+The algorithm (``AlgoConfig``) only chooses knobs; there is no per-algorithm branch. The policy and the
+task are reached only through their contracts (``minirl.protocols``): the same loop trains the toy
+encoder-decoder on token tensors (``ToyPolicy``) and a HuggingFace causal language model on text
+(``minirl.lm.CausalLMPolicy``). When responses have different lengths, the rollout's mask (or the task's
+``response_mask``) reaches the loss: it counts only real tokens and aggregates them with the algorithm's
+``aggregation`` (this is where ``sequence_mean``, ``token_mean`` and ``constant`` differ).
 
-A task is anything with the interface of ``toy_envs.SortingTask``: ``n_tokens``, ``prompt_length``,
-``response_length``, ``sample_prompts(n, generator)``, ``rewards``, ``per_position_rewards``,
-``is_correct`` and ``sorted_responses``. A task with responses of different lengths
-(``toy_envs.VariableLengthSortingTask``) also has ``response_mask(responses)``: 1 up to and including
-the end-of-sequence token, 0 after; the loss then counts only those tokens and aggregates them with
-the algorithm's ``aggregation`` (this is where ``sequence_mean``, ``token_mean`` and ``constant`` differ).
+Micro-batching (gradient accumulation, ``micro_batch_size``) splits step 4's forward and backward passes
+into slices of prompts and normalises every slice by the whole batch's counts, so the gradient is the
+whole batch's, whatever the aggregation.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import copy
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 import torch.nn.functional as F
@@ -32,10 +35,11 @@ from tqdm.auto import tqdm
 from minirl.advantages import compute_deltas
 from minirl.algorithms import AlgoConfig, get_algorithm
 from minirl.history import History
-from minirl.losses import policy_loss
+from minirl.losses import aggregate, policy_loss
 from minirl.model import TinyEncoderDecoder
-from minirl.sampling import compute_log_probs, gather_log_probs, greedy_responses, sample_responses
-from minirl.utils import check_positive_ints, one_thread
+from minirl.protocols import Rollout, Task, select_prompts
+from minirl.toy_policy import ToyPolicy, as_policy
+from minirl.utils import check_positive_ints, torch_threads
 from toy_envs.sorting import SortingTask
 
 __all__ = ["TrainConfig", "evaluate", "make_model", "policy_update", "response_mask", "train", "train_supervised"]
@@ -46,8 +50,8 @@ class TrainConfig:
     """Everything one run of ``train`` needs.
 
     Attributes:
-        task: the sorting task (its reward is the training reward), ``SortingTask`` or
-            ``VariableLengthSortingTask``.
+        task: where prompts and rewards come from (a ``minirl.protocols.Task``): ``SortingTask``,
+            ``VariableLengthSortingTask``, or a text task of ``toy_envs.text_tasks``.
         algo: a preset name from ``ALGORITHMS`` or an ``AlgoConfig``.
         steps: number of outer steps (one batch of fresh samples each).
         prompts_per_step: prompts per batch.
@@ -58,20 +62,26 @@ class TrainConfig:
         max_grad_norm: clip the gradient's global norm to this (None = no clipping). When most
             groups agree, their advantages are 0 and Adam's running gradient scale shrinks; the
             next non-zero gradient would then move every weight by several learning rates at once.
-        embedding_dim: width of the ``TinyEncoderDecoder``.
+        embedding_dim: width of the ``TinyEncoderDecoder`` (when ``train`` builds the toy model).
         inner_epochs: overrides the preset's inner epochs when not None.
         temperature: sampling temperature; the log-probs in the loss use the same tempered
             policy, so π_old really is the distribution the samples came from.
         seed: seeds the model initialisation and every draw (bit-identical reruns on CPU).
-        device: ``"cpu"`` or ``"cuda"``.
+        device: where to train (None: where the given model already is; the CPU for a new toy model).
         eval_every: evaluate greedy decoding on held-out prompts every this many steps (0 = only
             at the end).
         eval_prompts: held-out prompts per evaluation.
+        eval_sampled: also evaluate one sampled response per prompt (cheap for the toy; an LM run
+            usually turns it off).
+        micro_batch_size: prompts per forward/backward pass (gradient accumulation over the batch);
+            None = the whole batch at once. The gradient is the same either way.
+        threads: torch CPU threads while training (1 for the toy models; None leaves torch's setting,
+            which a real language model wants).
         max_seconds: stop early once training has used this much wall time (None = no limit).
         progress: show a tqdm progress bar.
     """
 
-    task: SortingTask = field(default_factory=lambda: SortingTask(vocab_size=5, length=3))
+    task: Task = field(default_factory=lambda: SortingTask(vocab_size=5, length=3))
     algo: str | AlgoConfig = "grpo"
     steps: int = 2000
     prompts_per_step: int = 64
@@ -83,15 +93,22 @@ class TrainConfig:
     inner_epochs: int | None = None
     temperature: float = 1.0
     seed: int = 0
-    device: str = "cpu"
+    device: str | None = None
     eval_every: int = 50
     eval_prompts: int = 1000
+    eval_sampled: bool = True
+    micro_batch_size: int | None = None
+    threads: int | None = 1
     max_seconds: float | None = None
     progress: bool = True
 
     def __post_init__(self) -> None:
         check_positive_ints(steps=self.steps, prompts_per_step=self.prompts_per_step, group_size=self.group_size,
                             embedding_dim=self.embedding_dim, eval_prompts=self.eval_prompts)
+        if self.micro_batch_size is not None:
+            check_positive_ints(micro_batch_size=self.micro_batch_size)
+        if self.threads is not None:
+            check_positive_ints(threads=self.threads)
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0; got {self.learning_rate}")
         if self.lr_schedule not in ("constant", "cosine"):
@@ -115,64 +132,76 @@ def make_model(task: SortingTask, embedding_dim: int = 32, seed: int = 0) -> Tin
                               generator=generator)
 
 
-def response_mask(task: SortingTask, responses: torch.Tensor) -> torch.Tensor | None:
+def response_mask(task: Task, responses: torch.Tensor) -> torch.Tensor | None:
     """The task's mask of real tokens ``[batch, trial, pos]`` (1 up to and including EOS), or None when every
     response uses every position (``SortingTask``)."""
     mask_fn = getattr(task, "response_mask", None)
     return mask_fn(responses) if mask_fn is not None else None
 
 
-class _Tempered(torch.nn.Module):
-    """π_T(· | x) = softmax(logits / T): the policy that actually samples."""
-
-    def __init__(self, model: torch.nn.Module, temperature: float) -> None:
-        super().__init__()
-        self.model, self.temperature = model, temperature
-
-    def forward(self, prompts: torch.Tensor) -> torch.Tensor:
-        return self.model(prompts) / self.temperature
+def _with_mask(task: Task, rollout: Rollout) -> Rollout:
+    """The rollout with its mask: the policy's own (an LM's first EOS) or else the task's (toy EOS tokens)."""
+    if rollout.mask is not None:
+        return rollout
+    return Rollout(rollout.tokens, response_mask(task, rollout.tokens), rollout.answers, rollout.max_length)
 
 
-def _advantages(task: SortingTask, algo: AlgoConfig, prompts, responses, rewards) -> torch.Tensor:
+def _advantages(task: Task, algo: AlgoConfig, prompts, answers, rewards: torch.Tensor) -> torch.Tensor:
     """[batch, trial] (outcome) or [batch, trial, pos] (process) advantages."""
     if algo.advantage_level == "sequence":
         return compute_deltas(rewards, algo.delta_mode)
-    dense = task.per_position_rewards(prompts, responses)  # [batch, trial, pos]
+    dense = task.per_position_rewards(prompts, answers).to(rewards.device)  # [batch, trial, pos]
     per_position = compute_deltas(dense.transpose(1, 2).flatten(0, 1), algo.delta_mode)  # [(batch pos), trial]
     return per_position.view(dense.shape[0], dense.shape[2], dense.shape[1]).transpose(1, 2)
+
+
+def _eval_prompts(task: Task, n: int, generator: torch.Generator):
+    held_out = getattr(task, "eval_prompts", None)
+    return held_out(n, generator) if held_out is not None else task.sample_prompts(n, generator)
 
 
 @torch.no_grad()
 def evaluate(
     model: torch.nn.Module,
-    task: SortingTask,
+    task: Task,
     n_prompts: int = 1000,
     generator: torch.Generator | None = None,
-    device: str = "cpu",
+    device: str | None = None,
+    sampled: bool = True,
 ) -> dict[str, float]:
-    """Greedy and sampled (T = 1) quality on fresh prompts.
+    """Greedy (and sampled, T = 1) quality on held-out prompts (the task's ``eval_prompts`` when it has
+    them, else fresh ``sample_prompts``).
 
-    Returns ``greedy_exact``, ``sampled_exact`` (fraction of responses exactly sorted) and
-    ``greedy_position_acc``, ``sampled_position_acc`` (fraction of the answer's positions right:
-    Σ_t r_t(x, y) / Σ_t r_t(x, sort(x)) with the per-position reward r_t, averaged over prompts).
+    Returns ``greedy_exact`` (fraction of greedy responses the task calls correct: exactly sorted, the
+    right sum, ...), with ``sampled=True`` ``sampled_exact``; when the task has a format check,
+    ``greedy_format`` (fraction of answers in the asked form); when it has a per-position reward and a
+    reference answer (the toy sorting tasks), ``greedy_position_acc`` (and ``sampled_position_acc``): the
+    fraction of the answer's positions right, Σ_t r_t(x, y) / Σ_t r_t(x, sort(x)), averaged over prompts.
+    ``model`` is a policy or a bare toy model; ``device`` is unused (the policy moves prompts to its own).
     """
+    policy = as_policy(model)
     generator = generator if generator is not None else torch.Generator().manual_seed(12345)
-    prompts = task.sample_prompts(n_prompts, generator)  # on the CPU, where the task scores them
-    best = task.per_position_rewards(prompts, task.sorted_responses(prompts).unsqueeze(1)).sum(dim=-1)  # [batch, 1]
-    on_device = prompts.to(device)
+    prompts = _eval_prompts(task, n_prompts, generator)  # on the CPU, where the task scores them
+    positions = hasattr(task, "per_position_rewards") and hasattr(task, "sorted_responses")
+    if positions:
+        best = task.per_position_rewards(prompts, task.sorted_responses(prompts).unsqueeze(1)).sum(dim=-1)
+    kinds = [("greedy", policy.greedy(prompts))]
+    if sampled:
+        kinds.append(("sampled", policy.sample(prompts, 1, temperature=1.0,
+                                               generator=_device_generator(generator, policy.device))))
     out = {}
-    for kind, responses in [
-        ("greedy", greedy_responses(model, on_device)),
-        ("sampled", sample_responses(model, on_device, 1, generator=_device_generator(generator, device))),
-    ]:
-        responses = responses.cpu()
-        out[f"{kind}_exact"] = float(task.is_correct(prompts, responses).float().mean())
-        right = task.per_position_rewards(prompts, responses).sum(dim=-1)  # [batch, 1]
-        out[f"{kind}_position_acc"] = float((right / best).mean())
+    for kind, rollout in kinds:
+        answers = rollout.answers
+        out[f"{kind}_exact"] = float(task.is_correct(prompts, answers).float().mean())
+        if positions:
+            right = task.per_position_rewards(prompts, answers).sum(dim=-1)  # [batch, 1]
+            out[f"{kind}_position_acc"] = float((right / best).mean())
+        if hasattr(task, "format_ok"):
+            out[f"{kind}_format"] = float(task.format_ok(prompts, answers).float().mean())
     return out
 
 
-def _device_generator(generator: torch.Generator, device: str) -> torch.Generator:
+def _device_generator(generator: torch.Generator, device) -> torch.Generator:
     if torch.device(device).type == "cpu":
         return generator
     seed = int(torch.randint(0, 2**62, (1,), generator=generator))
@@ -190,96 +219,177 @@ def _lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, steps: int):
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
 
 
+def _slices(batch: int, micro_batch_size: int | None) -> list[slice]:
+    """Rows of each micro-batch: one slice of everything when micro_batch_size is None or >= batch."""
+    if micro_batch_size is None or micro_batch_size >= batch:
+        return [slice(None)]
+    return [slice(i, min(i + micro_batch_size, batch)) for i in range(0, batch, micro_batch_size)]
+
+
+@torch.no_grad()
+def rollout_log_probs(policy, prompts, rollout: Rollout, temperature: float = 1.0,
+                      micro_batch_size: int | None = None) -> torch.Tensor:
+    """log π(y_t | x, y_<t) of the rollout's tokens ``[batch, trial, pos]``, without gradient (π_old, π_ref),
+    in micro-batches of ``micro_batch_size`` prompts."""
+    parts = [policy.score(select_prompts(prompts, rows), rollout.rows(rows), temperature=temperature).log_probs
+             for rows in _slices(rollout.batch_size, micro_batch_size)]
+    return parts[0] if len(parts) == 1 else torch.cat(parts, dim=0)
+
+
+def _mean_entropy(entropy: torch.Tensor, mask: torch.Tensor | None, whole: dict | None) -> torch.Tensor:
+    """Mean entropy per token (nats). ``[batch, trial, pos]`` with a mask: over real tokens. ``[batch, 1, pos]``
+    (a distribution shared by the group, the toy): over prompts and positions. ``whole``: the whole batch's
+    counts when this is a micro-batch."""
+    if entropy.shape[1] == 1 or mask is None:
+        return entropy.mean() if whole is None else entropy.sum() / (whole["n_prompts"] * entropy[0].numel())
+    return aggregate(entropy, mask, "token_mean", n_tokens=None if whole is None else whole["n_tokens"])
+
+
+def _weighted(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
+    """Combine micro-batch metrics: sums for losses, max for ratio_max, token-weighted means for the rest."""
+    if len(parts) == 1:
+        return parts[0][1]
+    total = sum(w for w, _ in parts) or 1.0
+    out = {}
+    for key in parts[0][1]:
+        values = [m[key] for _, m in parts]
+        if key in ("loss", "pg_loss"):
+            out[key] = sum(values)
+        elif key == "ratio_max":
+            out[key] = max(values)
+        else:
+            out[key] = sum(w * m[key] for w, m in parts) / total
+    return out
+
+
 def policy_update(
     policy: torch.nn.Module,
     optimizer: torch.optim.Optimizer,
     algo: AlgoConfig,
-    prompts: torch.Tensor,
-    responses: torch.Tensor,
-    old_log_probs: torch.Tensor,
+    prompts: Any,
+    responses: Rollout | torch.Tensor,
+    old_log_probs: torch.Tensor | None,
     advantages: torch.Tensor,
     mask: torch.Tensor | None = None,
     ref_log_probs: torch.Tensor | None = None,
     max_grad_norm: float | None = 1.0,
     max_length: int | None = None,
+    *,
+    temperature: float = 1.0,
+    micro_batch_size: int | None = None,
 ) -> dict[str, float]:
     """Step 4 of the loop: ``algo.inner_epochs`` gradient steps on one batch of samples, π_old held fixed.
 
     Each inner step minimises ``policy_loss`` (the clipped surrogate, plus β · KL to π_ref) minus
-    ``algo.entropy_coef`` · mean_pos H(π_θ(· | x)), clipping the gradient's global norm to ``max_grad_norm``.
+    ``algo.entropy_coef`` · H̄ (the mean entropy per token of π_θ), clipping the gradient's global norm to
+    ``max_grad_norm``. With ``micro_batch_size`` the forward and backward passes run on slices of that many
+    prompts, each normalised by the whole batch's counts, and the gradients add up to the whole batch's.
 
     Args:
-        policy: maps prompts ``[batch, P]`` to logits ``[batch, pos, vocab]``; its parameters are the ones
-            ``optimizer`` updates.
-        prompts ``[batch, P]``, responses ``[batch, trial, pos]``: the batch sampled from π_old.
-        old_log_probs: log π_old of the sampled tokens ``[batch, trial, pos]`` (ignored when
-            ``algo.importance_ratio`` is False).
+        policy: a ``minirl.protocols.Policy`` (or a bare toy model, wrapped in ``ToyPolicy``); its parameters
+            are the ones ``optimizer`` updates.
+        prompts: the batch's prompts (``[batch, P]`` tokens for the toy, a list for a text task).
+        responses: the ``Rollout`` sampled from π_old (or its tokens ``[batch, trial, pos]``, for the toy).
+        old_log_probs: log π_old of the sampled tokens ``[batch, trial, pos]``; None = π_old is the current
+            policy (ratio ≡ 1 at the first inner step); ignored when ``algo.importance_ratio`` is False.
         advantages: ``[batch, trial]`` (or ``[batch, trial, pos]`` for a process reward).
-        mask, ref_log_probs, max_length: as in ``policy_loss``.
+        mask: ``[batch, trial, pos]`` real tokens (default: the rollout's mask).
+        ref_log_probs, max_length: as in ``policy_loss`` (max_length default: the rollout's budget).
+        temperature: the sampling temperature (the loss scores the same tempered policy).
 
     Returns the metrics of the last inner step (``policy_loss``'s, plus ``loss`` and ``grad_norm``) and
-    ``entropy``, the mean per-position entropy of π_old (measured at the first inner step, before any change).
+    ``entropy``, the mean entropy per token of π_old (measured at the first inner step, before any change).
     """
+    policy = as_policy(policy)
+    rollout = responses if isinstance(responses, Rollout) else Rollout(responses, mask, responses,
+                                                                       responses.shape[-1])
+    mask = mask if mask is not None else rollout.mask
+    max_length = max_length if max_length is not None else rollout.max_length
+    if not algo.importance_ratio:
+        old_log_probs = None
+    slices = _slices(rollout.batch_size, micro_batch_size)
+    whole = None
+    if len(slices) > 1:
+        n_tokens = float(mask.sum()) if mask is not None else float(rollout.tokens.numel())
+        whole = {"n_sequences": rollout.batch_size * rollout.group_size, "n_tokens": n_tokens,
+                 "n_prompts": rollout.batch_size}
     limit = max_grad_norm if max_grad_norm is not None else float("inf")
     for epoch in range(algo.inner_epochs):
-        log_p = F.log_softmax(policy(prompts), dim=-1)  # [batch, pos, vocab]: one forward pass
-        log_probs = gather_log_probs(log_p, responses)  # [batch, trial, pos]
-        entropy_per_pos = -(log_p.exp() * log_p).sum(dim=-1)  # [batch, pos]
-        if epoch == 0:
-            entropy = float(entropy_per_pos.detach().mean())  # of π_old, the policy that sampled
-        loss, metrics = policy_loss(
-            log_probs,
-            old_log_probs if algo.importance_ratio else None,
-            advantages,
-            mask,
-            clip_eps_low=algo.clip_eps_low,
-            clip_eps_high=algo.clip_eps_high,
-            ratio_level=algo.ratio_level,
-            aggregation=algo.aggregation,
-            ref_log_probs=ref_log_probs,
-            kl_coef=algo.kl_coef,
-            max_length=max_length,
-        )
-        if algo.entropy_coef:
-            loss = loss - algo.entropy_coef * entropy_per_pos.mean()
         optimizer.zero_grad(set_to_none=True)
-        loss.backward()
+        parts, entropies = [], []
+        for rows in slices:
+            part_mask = None if mask is None else mask[rows]
+            scores = policy.score(select_prompts(prompts, rows), rollout.rows(rows), temperature=temperature)
+            old = scores.log_probs.detach() if old_log_probs is None else old_log_probs[rows]
+            loss, metrics = policy_loss(
+                scores.log_probs,
+                old,
+                advantages[rows],
+                part_mask,
+                clip_eps_low=algo.clip_eps_low,
+                clip_eps_high=algo.clip_eps_high,
+                ratio_level=algo.ratio_level,
+                aggregation=algo.aggregation,
+                ref_log_probs=None if ref_log_probs is None else ref_log_probs[rows],
+                kl_coef=algo.kl_coef,
+                max_length=max_length,
+                n_sequences=None if whole is None else whole["n_sequences"],
+                n_tokens=None if whole is None else whole["n_tokens"],
+            )
+            mean_entropy = _mean_entropy(scores.entropy, part_mask, whole)
+            if algo.entropy_coef:
+                loss = loss - algo.entropy_coef * mean_entropy
+            loss.backward()
+            weight = float(part_mask.sum()) if part_mask is not None else float(scores.log_probs.numel())
+            parts.append((weight, {**metrics, "loss": loss.item()}))
+            entropies.append(float(mean_entropy.detach()))
+        if epoch == 0:
+            entropy = sum(entropies)  # of π_old, the policy that sampled (each slice's share of the whole mean)
         grad_norm = float(torch.nn.utils.clip_grad_norm_(policy.parameters(), limit))
         optimizer.step()
-    return {**metrics, "loss": loss.item(), "grad_norm": grad_norm, "entropy": entropy}
+    return {**_weighted(parts), "grad_norm": grad_norm, "entropy": entropy}
 
 
 def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[torch.nn.Module, History]:
     """Train a policy on ``config.task`` with ``config.algo``; returns (model, History).
 
-    History records per step: ``reward`` (mean over the batch), ``exact_match`` (fraction of
-    sampled responses exactly sorted), ``loss``, ``kl`` (k3 to π_ref, mean per token),
-    ``clip_frac_low``/``clip_frac_high``, ``ratio_mean``, ``ratio_max``, ``entropy`` (mean per-position entropy
-    of π_old, the sampling policy, nats), ``grad_norm``, ``response_length`` (mean real tokens per sampled
-    response, EOS included), ``wall_time`` (seconds since the start); and every ``eval_every`` steps the
-    greedy/sampled exact-match rates on held-out prompts.
+    ``model``: a ``minirl.protocols.Policy`` (e.g. ``minirl.lm.load_policy(...)``), a bare toy model, or None
+    (a new ``TinyEncoderDecoder`` sized for the task). The toy model comes back as the bare model.
+
+    History records per step: ``reward`` (mean over the batch), ``exact_match`` (fraction of sampled
+    responses the task calls correct), ``format_rate`` (when the task checks the answer's form), ``loss``,
+    ``kl`` (k3 to π_ref, mean per token; 0 when there is no π_ref), ``clip_frac_low``/``clip_frac_high``,
+    ``ratio_mean``, ``ratio_max``, ``entropy`` (mean per-token entropy of π_old, the sampling policy, nats),
+    ``grad_norm``, ``response_length`` (mean real tokens per sampled response, EOS included),
+    ``zero_variance_groups`` (fraction of groups whose rewards are all equal: zero advantage, no signal),
+    ``gen_seconds`` / ``update_seconds`` (this step's sampling and learning time), ``tokens_per_second``
+    (real response tokens sampled per second of the step), ``wall_time`` (seconds since the start); and
+    every ``eval_every`` steps the greedy (and sampled) accuracy on held-out prompts.
     """
-    with one_thread():
+    with torch_threads(config.threads):
         return _train(config, model)
 
 
 def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn.Module, History]:
     cfg, algo, task = config, config.algo, config.task
     torch.manual_seed(cfg.seed)  # nothing should use the global RNG, but just in case
-    device = torch.device(cfg.device)
-    model = (model if model is not None else make_model(task, cfg.embedding_dim, cfg.seed)).to(device)
-    policy = _Tempered(model, cfg.temperature)
+    model = model if model is not None else make_model(task, cfg.embedding_dim, cfg.seed)
+    policy = as_policy(model, getattr(task, "response_length", None))
+    if cfg.device is not None:
+        policy.to(cfg.device)
+    device = policy.device
     ref_policy = copy.deepcopy(policy).requires_grad_(False) if algo.kl_coef > 0 else None
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg.learning_rate)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
     scheduler = _lr_scheduler(optimizer, cfg.lr_schedule, cfg.steps)
     generator = torch.Generator().manual_seed(cfg.seed)
-    sample_generator = _device_generator(generator, cfg.device)
+    sample_generator = _device_generator(generator, device)
     eval_generator_seed = 10_000 + cfg.seed
     history = History(label=algo.name, seed=cfg.seed)
+    score_kw = {"temperature": cfg.temperature, "micro_batch_size": cfg.micro_batch_size}
 
     def run_eval(step: int, elapsed: float) -> dict[str, float]:
         eval_generator = torch.Generator().manual_seed(eval_generator_seed)  # same held-out prompts each time
-        ev = evaluate(model, task, cfg.eval_prompts, eval_generator, cfg.device)
+        ev = evaluate(policy, task, cfg.eval_prompts, eval_generator, sampled=cfg.eval_sampled)
         history.log_eval(step=step, wall_time=elapsed, **ev)
         return ev
 
@@ -288,29 +398,40 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
     start = time.perf_counter()
     bar = tqdm(range(1, cfg.steps + 1), desc=f"{algo.name} seed {cfg.seed}", disable=not cfg.progress, leave=False)
     for step in bar:
-        prompts = task.sample_prompts(cfg.prompts_per_step, generator).to(device)
-        responses = sample_responses(policy, prompts, cfg.group_size, generator=sample_generator)
-        rewards = task.rewards(prompts.cpu(), responses.cpu()).to(device)
-        advantages = _advantages(task, algo, prompts, responses, rewards)
-        mask = response_mask(task, responses)  # [batch, trial, pos] or None: every token real
-        with torch.no_grad():
-            old_log_probs = compute_log_probs(prompts, responses, policy)  # π_old: the sampler, frozen
-            ref_log_probs = compute_log_probs(prompts, responses, ref_policy) if ref_policy else None
+        step_start = time.perf_counter()
+        prompts = task.sample_prompts(cfg.prompts_per_step, generator)
+        rollout = _with_mask(task, policy.sample(prompts, cfg.group_size, temperature=cfg.temperature,
+                                                 generator=sample_generator))
+        gen_seconds = time.perf_counter() - step_start
+        rewards = task.rewards(prompts, rollout.answers).to(device)  # [batch, trial]
+        advantages = _advantages(task, algo, prompts, rollout.answers, rewards)
+        # π_old is the sampler, frozen. With one inner epoch it is π_θ itself: its log-probs are the current
+        # ones, detached, and need no forward pass of their own.
+        old_log_probs = (rollout_log_probs(policy, prompts, rollout, **score_kw)
+                         if algo.importance_ratio and algo.inner_epochs > 1 else None)
+        ref_log_probs = rollout_log_probs(ref_policy, prompts, rollout, **score_kw) if ref_policy else None
 
-        update = policy_update(policy, optimizer, algo, prompts, responses, old_log_probs, advantages, mask,
-                               ref_log_probs, max_grad_norm=cfg.max_grad_norm, max_length=task.response_length)
+        update = policy_update(policy, optimizer, algo, prompts, rollout, old_log_probs, advantages,
+                               ref_log_probs=ref_log_probs, max_grad_norm=cfg.max_grad_norm, **score_kw)
         if scheduler is not None:
             scheduler.step()
 
         if ref_policy is not None and algo.ref_refresh_every and step % algo.ref_refresh_every == 0:
             ref_policy.load_state_dict(policy.state_dict())
 
-        exact = float(task.is_correct(prompts.cpu(), responses.cpu()).float().mean())
-        elapsed = time.perf_counter() - start
-        history.log(step=step, reward=float(rewards.mean()), exact_match=exact,
+        now = time.perf_counter()
+        elapsed = now - start
+        exact = float(task.is_correct(prompts, rollout.answers).float().mean())
+        lengths = rollout.lengths()
+        extra = {"format_rate": float(task.format_ok(prompts, rollout.answers).float().mean())} if hasattr(
+            task, "format_ok") else {}
+        history.log(step=step, reward=float(rewards.mean()), exact_match=exact, **extra,
                     **{k: update[k] for k in ("loss", "kl", "clip_frac_low", "clip_frac_high", "ratio_mean",
                                               "ratio_max", "entropy", "grad_norm")},
-                    response_length=float(mask.sum(-1).mean()) if mask is not None else float(responses.shape[-1]),
+                    response_length=float(lengths.mean()),
+                    zero_variance_groups=float((rewards == rewards[:, :1]).all(dim=1).float().mean()),
+                    gen_seconds=gen_seconds, update_seconds=now - step_start - gen_seconds,
+                    tokens_per_second=float(lengths.sum()) / max(now - step_start, 1e-9),
                     wall_time=elapsed)
         out_of_time = cfg.max_seconds is not None and elapsed >= cfg.max_seconds
         if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps or out_of_time:
@@ -319,7 +440,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
         if out_of_time:
             break
     bar.close()
-    return model, history
+    return (policy.model if isinstance(policy, ToyPolicy) and policy is not model else policy), history
 
 
 def train_supervised(
@@ -338,7 +459,7 @@ def train_supervised(
     target to imitate (default: the correct sorted prompt). Same model, optimiser and number of
     updates as RL, so its final accuracy is the "supervised ceiling" RL is compared with.
     """
-    with one_thread():
+    with torch_threads(1):
         return _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, seed, demonstrations, progress)
 
 

@@ -7,25 +7,31 @@ from contextlib import contextmanager
 
 import torch
 
-__all__ = ["check_positive_ints", "one_thread"]
+__all__ = ["check_positive_ints", "one_thread", "torch_threads"]
 
 
 @contextmanager
-def one_thread() -> Iterator[None]:
-    """Run torch on one CPU thread, then restore the setting.
+def torch_threads(n: int | None = 1) -> Iterator[None]:
+    """Run torch on ``n`` CPU threads (None: leave the setting as it is), then restore the setting.
 
-    The course's models are tiny: extra threads only add synchronisation (measured 5-10x slower
-    on a busy 2-core machine), so the training loops run inside this. It also flushes denormal
-    floats to zero: a collapsed policy's tiny probabilities are denormals, which made such runs
-    about 5x slower with identical results.
+    The toy models are tiny: extra threads only add synchronisation (measured 5-10x slower on a busy
+    2-core machine), so the toy training loops run on one. A real language model's matrix products do
+    gain from every core (``n=None``). It also flushes denormal floats to zero: a collapsed policy's tiny
+    probabilities are denormals, which made such runs about 5x slower with identical results.
     """
     previous = torch.get_num_threads()
-    torch.set_num_threads(1)
+    if n is not None:
+        torch.set_num_threads(n)
     torch.set_flush_denormal(True)
     try:
         yield
     finally:
         torch.set_num_threads(previous)
+
+
+def one_thread():
+    """``torch_threads(1)``: run torch on one CPU thread, then restore the setting."""
+    return torch_threads(1)
 
 
 def check_positive_ints(**values: object) -> None:
