@@ -3,6 +3,7 @@
 - ``toy_envs.maze``: a grid maze (a multi-step MDP, Gymnasium API) with exact expected returns.
 - ``toy_envs.sorting``: the number-sorting task (a contextual bandit whose actions are sequences).
 - ``toy_envs.variable_sorting``: the same with prompts of varying length and an end-of-sequence token.
+- ``toy_envs.text_tasks``: sorting and addition as chats and text answers, for a real language model.
 """
 
 from toy_envs.maze import (
@@ -22,6 +23,7 @@ from toy_envs.sorting import (
     sort_distance_reward,
     sort_inclusion_ordering_reward,
 )
+from toy_envs.text_tasks import TEXT_TASKS, TextAdditionTask, TextPrompt, TextSortTask
 from toy_envs.variable_sorting import VARIABLE_REWARDS, VariableLengthSortingTask
 
 __all__ = [
@@ -30,6 +32,10 @@ __all__ = [
     "Maze",
     "REWARDS",
     "SortingTask",
+    "TEXT_TASKS",
+    "TextAdditionTask",
+    "TextPrompt",
+    "TextSortTask",
     "VARIABLE_REWARDS",
     "VariableLengthSortingTask",
     "draw_maze",

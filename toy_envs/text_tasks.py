@@ -1,0 +1,464 @@
+"""Tasks with verifiable rewards, as text: for training a real language model with GRPO.
+
+The toy tasks hand the policy token tensors; these hand it a *chat* (``TextPrompt.messages``: an optional
+system message, optional worked user/assistant examples, then the question) and score the *text* it
+writes back. A language-model policy renders each chat with its tokenizer's chat template, samples
+``trial`` completions per prompt and decodes them, so the task sees ``answers``: a list (one per prompt)
+of lists (one per completion) of ``str``.
+
+Two tasks:
+
+- ``TextSortTask``: ``"Sort in increasing order: 5, 2, 8"``, answer ``"2, 5, 8"``.
+- ``TextAdditionTask``: ``"What is 23 + 58?"``, answer ``"81"``.
+
+Rewards are the R1 recipe: a small *format* reward for answering in the asked form, plus 1 for the right
+answer::
+
+    R(x, y) = format_weight · 1[y parses and has the right number of numbers] + 1.0 · 1[y is correct]
+
+so with ``format_weight = 0.2`` a correct answer scores 1.2, a well-formed wrong one 0.2 and anything
+else (prose, an empty string, garbage) 0.0. A correct answer is always well formed, so the maximum is
+``format_weight + 1``.
+
+Every task has a fixed held-out set of problems (drawn once from ``seed``) that training never samples:
+``eval_prompts`` reads it, ``sample_prompts`` draws uniformly from the other problems, so held-out
+accuracy measures generalisation rather than memorisation.
+
+Shapes: ``[batch, trial]`` = prompt, completion in the prompt's group.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import torch
+
+__all__ = [
+    "ADD_FORMAT",
+    "SORT_FORMAT",
+    "TEXT_TASKS",
+    "TextAdditionTask",
+    "TextPrompt",
+    "TextSortTask",
+]
+
+SORT_FORMAT = "Reply with only the numbers, comma-separated."
+"""The answer-format instruction that ends every sorting question."""
+
+ADD_FORMAT = "Reply with only the number."
+"""The answer-format instruction that ends every addition question."""
+
+MAX_ANSWER_DIGITS = 100
+"""A number of more digits than this is never a valid answer (``parse_answer`` returns None)."""
+
+_RANDPERM_LIMIT = 1_000_000  # problem spaces up to this size are shuffled whole; larger ones sampled
+_MAX_PROBLEMS = 2**62  # problem indices are int64
+
+
+# ---------------------------------------------------------------------------------------------
+# The prompt
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextPrompt:
+    """One problem as a chat, with the data a reward needs.
+
+    Attributes:
+        messages: the chat, a tuple of ``{"role": ..., "content": ...}`` dicts: an optional system
+            message, optional few-shot user/assistant turns, then the final user message (the question).
+            Render it with ``tokenizer.apply_chat_template(list(prompt.messages), add_generation_prompt=True)``.
+        question: the final user message's content.
+        numbers: the problem's data (the numbers to sort, the two operands).
+        target: the canonical answer text, e.g. ``"1, 3, 7"`` or ``"81"``.
+
+    Hashable and comparable (all four fields count); ``repr`` leaves the messages out.
+    """
+
+    messages: tuple[dict, ...] = field(repr=False)
+    question: str
+    numbers: tuple[int, ...]
+    target: str
+
+    def __post_init__(self) -> None:
+        if isinstance(self.messages, (str, bytes)) or not isinstance(self.messages, Sequence):
+            raise TypeError(f"messages must be a sequence of dicts; got {type(self.messages).__name__}")
+        messages = tuple(dict(m) if isinstance(m, dict) else m for m in self.messages)
+        for i, m in enumerate(messages):
+            if not isinstance(m, dict) or not isinstance(m.get("role"), str) or not isinstance(m.get("content"), str):
+                raise ValueError(f"messages[{i}] must be a dict with str 'role' and 'content'; got {m!r}")
+        if not messages or messages[-1]["role"] != "user" or messages[-1]["content"] != self.question:
+            raise ValueError("messages must end with the user message whose content is question")
+        object.__setattr__(self, "messages", messages)
+        object.__setattr__(self, "numbers", tuple(int(v) for v in self.numbers))
+
+    def __hash__(self) -> int:
+        chat = tuple((m["role"], m["content"]) for m in self.messages)
+        return hash((chat, self.question, self.numbers, self.target))
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared machinery: held-out split, prompts, validation, rewards
+# ---------------------------------------------------------------------------------------------
+
+
+def _draw_distinct(high: int, k: int, generator: torch.Generator) -> torch.Tensor:
+    """``k`` distinct ints drawn uniformly from ``range(high)``, in draw order: LongTensor[k]."""
+    if k == 0:
+        return torch.zeros(0, dtype=torch.long)
+    if high <= _RANDPERM_LIMIT:
+        return torch.randperm(high, generator=generator)[:k]
+    chosen: dict[int, None] = {}  # insertion-ordered set
+    while len(chosen) < k:
+        for v in torch.randint(0, high, (2 * (k - len(chosen)),), generator=generator).tolist():
+            chosen.setdefault(v)
+    return torch.tensor(list(chosen)[:k], dtype=torch.long)
+
+
+def _check_int(name: str, value: object, low: int, high: float = math.inf) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        bound = f">= {low}" if high == math.inf else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be an int {bound}; got {value!r}")
+
+
+class _TextTask:
+    """What the text tasks share. A subclass is a frozen dataclass with fields ``few_shot``, ``n_heldout``,
+    ``format_weight``, ``seed`` and ``system`` that calls ``_setup()`` from ``__post_init__``, and defines:
+
+    - ``n_problems``: the size of the problem space; problems are numbered ``0 .. n_problems - 1``;
+    - ``_decode(indices) -> LongTensor[n, len(numbers)]``: the problems with those numbers;
+    - ``question(numbers) -> str`` and ``solution(numbers) -> tuple[int, ...]``;
+    - ``_format_answer(solution) -> str`` (the target text) and ``parse_answer(text)``;
+    - ``answer_size``: how many numbers a well-formed answer has.
+    """
+
+    few_shot: int
+    n_heldout: int
+    format_weight: float
+    seed: int
+    system: str | None
+
+    # -- set-up -----------------------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        _check_int("few_shot", self.few_shot, 0)
+        _check_int("n_heldout", self.n_heldout, 0)
+        _check_int("seed", self.seed, 0)
+        w = self.format_weight
+        if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+            raise ValueError(f"format_weight must be a finite number >= 0; got {w!r}")
+        if self.system is not None and not isinstance(self.system, str):
+            raise TypeError(f"system must be a str or None; got {type(self.system).__name__}")
+        n = self.n_problems
+        if n > _MAX_PROBLEMS:
+            raise ValueError(f"the problem space has {n} problems, more than 2**62: make the task smaller")
+        if self.n_heldout >= n:
+            raise ValueError(f"n_heldout must leave training problems: it must be in [0, {n - 1}] "
+                             f"(this task has {n} problems); got {self.n_heldout}")
+        n_train = n - self.n_heldout
+        if self.few_shot > n_train:
+            raise ValueError(f"few_shot must be in [0, {n_train}] (the training problems); got {self.few_shot}")
+        g = torch.Generator().manual_seed(self.seed)
+        heldout = _draw_distinct(n, self.n_heldout, g)  # in draw order: the eval order
+        # the r-th training problem is r + #{i : h_i - i <= r}, h the sorted held-out indices
+        shifted = heldout.sort().values - torch.arange(self.n_heldout)
+        object.__setattr__(self, "_heldout", heldout)
+        object.__setattr__(self, "_shifted", shifted)
+        examples = self._decode(self._train_index(_draw_distinct(n_train, self.few_shot, g)))
+        chat: list[dict] = [] if self.system is None else [{"role": "system", "content": self.system}]
+        for ex in examples.tolist():
+            chat.append({"role": "user", "content": self.question(ex)})
+            chat.append({"role": "assistant", "content": self.target(ex)})
+        object.__setattr__(self, "_preamble", tuple(chat))
+
+    def _train_index(self, r: torch.Tensor) -> torch.Tensor:
+        """Training rank ``r`` (0 .. n_train - 1) -> problem index, skipping the held-out ones."""
+        return r + torch.searchsorted(self._shifted, r, right=True)
+
+    # -- problems and prompts -----------------------------------------------------------------------
+
+    @property
+    def n_train_problems(self) -> int:
+        """How many problems ``sample_prompts`` draws from: ``n_problems - n_heldout``."""
+        return self.n_problems - self.n_heldout
+
+    @property
+    def heldout_problems(self) -> tuple[tuple[int, ...], ...]:
+        """The held-out problems, in ``eval_prompts`` order."""
+        return tuple(tuple(p) for p in self._decode(self._heldout).tolist())
+
+    @property
+    def few_shot_messages(self) -> tuple[dict, ...]:
+        """The chat before every question: the system message (if any) and the worked examples."""
+        return tuple(dict(m) for m in self._preamble)
+
+    def target(self, numbers: Sequence[int]) -> str:
+        """The canonical answer text of a problem."""
+        return self._format_answer(self.solution(numbers))
+
+    def prompt(self, numbers: Sequence[int]) -> TextPrompt:
+        """The ``TextPrompt`` of one problem (any problem, held out or not)."""
+        numbers = tuple(int(v) for v in numbers)
+        question = self.question(numbers)
+        messages = self._preamble + ({"role": "user", "content": question},)
+        return TextPrompt(messages, question, numbers, self.target(numbers))
+
+    def sample_prompts(self, n: int, generator: torch.Generator | None = None) -> list[TextPrompt]:
+        """``n`` training prompts drawn uniformly (with replacement) from the non-held-out problems."""
+        _check_int("n", n, 1)
+        if generator is not None and not isinstance(generator, torch.Generator):
+            raise TypeError(f"generator must be a torch.Generator or None; got {type(generator).__name__}")
+        r = torch.randint(0, self.n_train_problems, (n,), generator=generator)
+        return [self.prompt(p) for p in self._decode(self._train_index(r)).tolist()]
+
+    def eval_prompts(self, n: int | None = None, generator: torch.Generator | None = None) -> list[TextPrompt]:
+        """The first ``n`` held-out prompts (all of them when ``n`` is None), always in the same order.
+
+        ``generator`` is accepted for the ``Task`` interface and ignored.
+        """
+        if n is None:
+            n = self.n_heldout
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.n_heldout:
+            raise ValueError(f"n must be an int in [0, n_heldout = {self.n_heldout}]; got {n!r}")
+        return [self.prompt(p) for p in self._decode(self._heldout[:n]).tolist()]
+
+    # -- scoring ------------------------------------------------------------------------------------
+
+    @property
+    def max_reward(self) -> float:
+        """``format_weight + 1``: the reward of a correct answer."""
+        return float(self.format_weight) + 1.0
+
+    def _parsed(self, prompts: Sequence[TextPrompt], answers: Sequence[Sequence[str]]) -> list[list]:
+        """Validate the pair and parse every answer: ``[batch][trial]`` of tuples or None."""
+        if isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence):
+            raise TypeError(f"prompts must be a list of TextPrompt; got {type(prompts).__name__}")
+        for i, p in enumerate(prompts):
+            if not isinstance(p, TextPrompt):
+                raise TypeError(f"prompts[{i}] must be a TextPrompt; got {type(p).__name__}")
+        if isinstance(answers, (str, bytes)) or not isinstance(answers, Sequence):
+            raise TypeError(f"answers must be a list (one per prompt) of lists of str; got {type(answers).__name__}")
+        if len(answers) != len(prompts):
+            raise ValueError(f"answers must have one list of completions per prompt: len(prompts) = {len(prompts)}, "
+                             f"len(answers) = {len(answers)}")
+        trial = None
+        for i, group in enumerate(answers):
+            if isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
+                raise TypeError(f"answers[{i}] must be a list of str (the prompt's completions); "
+                                f"got {type(group).__name__}")
+            if trial is None:
+                trial = len(group)
+            if len(group) != trial or trial == 0:
+                raise ValueError(f"answers must be [batch, trial] with the same trial >= 1 for every prompt; "
+                                 f"len(answers[0]) = {len(answers[0])}, len(answers[{i}]) = {len(group)}")
+            for j, text in enumerate(group):
+                if not isinstance(text, str):
+                    raise TypeError(f"answers[{i}][{j}] must be a str (decoded text); got {type(text).__name__}")
+        return [[self.parse_answer(text) for text in group] for group in answers]
+
+    def _scores(self, prompts: Sequence[TextPrompt],
+                answers: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+        """(format_ok, is_correct), each BoolTensor[batch, trial], from one parse of every answer."""
+        parsed = self._parsed(prompts, answers)
+        ok, correct = [], []
+        for prompt, group in zip(prompts, parsed):
+            want = self.solution(prompt.numbers)
+            ok.append([p is not None and len(p) == self.answer_size for p in group])
+            correct.append([p is not None and p == want for p in group])
+        if not parsed:
+            return torch.zeros(0, 0, dtype=torch.bool), torch.zeros(0, 0, dtype=torch.bool)
+        return torch.tensor(ok, dtype=torch.bool), torch.tensor(correct, dtype=torch.bool)
+
+    def format_ok(self, prompts: Sequence[TextPrompt], answers: Sequence[Sequence[str]]) -> torch.Tensor:
+        """The answer is in the asked form (``parse_answer`` accepts it) with ``answer_size`` numbers:
+        BoolTensor[batch, trial]."""
+        return self._scores(prompts, answers)[0]
+
+    def is_correct(self, prompts: Sequence[TextPrompt], answers: Sequence[Sequence[str]]) -> torch.Tensor:
+        """Well formed and equal to the solution: BoolTensor[batch, trial]."""
+        return self._scores(prompts, answers)[1]
+
+    def rewards(self, prompts: Sequence[TextPrompt], answers: Sequence[Sequence[str]]) -> torch.Tensor:
+        """R = format_weight · format_ok + 1.0 · is_correct: FloatTensor[batch, trial].
+
+        ``answers[i][j]`` is the j-th completion (decoded text) for ``prompts[i]``. Text that is not in
+        the asked form scores 0.0 (never an error); a malformed ``answers`` structure raises.
+        """
+        ok, correct = self._scores(prompts, answers)
+        return float(self.format_weight) * ok.float() + correct.float()
+
+    def format(self, prompt: TextPrompt, answer: str | None = None) -> str:
+        """One line, e.g. ``"Sort in increasing order: 5, 2, 8 -> '2, 5, 8'  (reward 1.2, correct ✓)"``."""
+        text = prompt.question.split("\n")[0]
+        if answer is None:
+            return text
+        ok, correct = self._scores([prompt], [[answer]])
+        reward = float(self.format_weight) * float(ok[0, 0]) + float(correct[0, 0])
+        verdict = "correct ✓" if bool(correct[0, 0]) else "not correct ✗"
+        return f"{text} -> {answer!r}  (reward {reward:g}, {verdict})"
+
+
+def _parse_int_list(text: object) -> tuple[int, ...] | None:
+    """Non-negative ASCII integers separated by commas (spaces allowed around each comma), nothing else
+    after stripping surrounding whitespace; None otherwise. Never raises."""
+    if not isinstance(text, str):
+        return None
+    text = text.strip()
+    if not _INT_LIST.fullmatch(text):
+        return None
+    parts = [p.strip(" ") for p in text.split(",")]
+    if any(len(p) > MAX_ANSWER_DIGITS for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+_INT_LIST = re.compile(r"[0-9]+(?: *, *[0-9]+)*")
+
+
+# ---------------------------------------------------------------------------------------------
+# The tasks
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TextSortTask(_TextTask):
+    """Sort ``n_numbers`` integers in [0, max_value] (repeats allowed), in words.
+
+    The question (``max_value = 9``, 3 numbers)::
+
+        Sort in increasing order: 5, 2, 8
+        Reply with only the numbers, comma-separated.
+
+    and the answer ``"2, 5, 8"``. ``parse_answer`` accepts non-negative ASCII integers separated by
+    commas, with any number of spaces around each comma, after stripping leading and trailing whitespace
+    (newlines included): ``"2, 5, 8"``, ``"2,5,8"``, ``" 2 ,5,  8\\n"``, ``"02, 5, 8"`` (leading zeros
+    are read as numbers). Anything else is rejected: a trailing period, brackets, words, signs, decimals,
+    non-ASCII digits, an empty answer.
+
+    Args:
+        n_numbers: numbers per problem (>= 1).
+        max_value: the largest number (>= 1); the problem space has ``(max_value + 1) ** n_numbers`` problems.
+        few_shot: worked user/assistant examples before the question (fixed training problems).
+        n_heldout: held-out problems (``eval_prompts``), never sampled for training.
+        format_weight: the reward of a well-formed answer, on top of 1.0 for a correct one.
+        seed: seeds the held-out set and the few-shot examples.
+        system: an optional system message.
+    """
+
+    n_numbers: int = 3
+    max_value: int = 9
+    few_shot: int = 0
+    n_heldout: int = 200
+    format_weight: float = 0.2
+    seed: int = 0
+    system: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("n_numbers", self.n_numbers, 1)
+        _check_int("max_value", self.max_value, 1)
+        self._setup()
+
+    @property
+    def n_problems(self) -> int:
+        return (self.max_value + 1) ** self.n_numbers
+
+    @property
+    def answer_size(self) -> int:
+        return self.n_numbers
+
+    def _decode(self, indices: torch.Tensor) -> torch.Tensor:
+        base = self.max_value + 1
+        powers = base ** torch.arange(self.n_numbers - 1, -1, -1)  # most significant first
+        return (indices.unsqueeze(-1) // powers) % base
+
+    def question(self, numbers: Sequence[int]) -> str:
+        return f"Sort in increasing order: {', '.join(str(v) for v in numbers)}\n{SORT_FORMAT}"
+
+    def solution(self, numbers: Sequence[int]) -> tuple[int, ...]:
+        return tuple(sorted(int(v) for v in numbers))
+
+    def _format_answer(self, solution: tuple[int, ...]) -> str:
+        return ", ".join(str(v) for v in solution)
+
+    def parse_answer(self, text: str) -> tuple[int, ...] | None:
+        """The numbers of an answer in the asked form, else None (never raises; see the class docstring).
+
+        Any count of numbers parses; ``format_ok`` also requires ``n_numbers`` of them.
+        """
+        return _parse_int_list(text)
+
+
+@dataclass(frozen=True)
+class TextAdditionTask(_TextTask):
+    """Add two ``digits``-digit numbers (``digits = 1``: 0 .. 9; else 10**(digits-1) .. 10**digits - 1).
+
+    The question (``digits = 2``)::
+
+        What is 23 + 58?
+        Reply with only the number.
+
+    and the answer ``"81"``. ``parse_answer`` accepts one non-negative ASCII integer after stripping
+    leading and trailing whitespace (newlines included): ``"81"``, ``" 81\\n"``, ``"081"``. Anything else
+    is rejected: ``"81."``, ``"= 81"``, ``"1,000"``, ``"-3"``, words, an empty answer.
+
+    Args:
+        digits: digits per operand, 1 .. 9.
+        few_shot, n_heldout, format_weight, seed, system: as in ``TextSortTask``.
+    """
+
+    digits: int = 2
+    few_shot: int = 0
+    n_heldout: int = 200
+    format_weight: float = 0.2
+    seed: int = 0
+    system: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_int("digits", self.digits, 1, 9)
+        self._setup()
+
+    @property
+    def low(self) -> int:
+        """The smallest operand."""
+        return 0 if self.digits == 1 else 10 ** (self.digits - 1)
+
+    @property
+    def high(self) -> int:
+        """The largest operand."""
+        return 10**self.digits - 1
+
+    @property
+    def n_problems(self) -> int:
+        return (self.high - self.low + 1) ** 2
+
+    @property
+    def answer_size(self) -> int:
+        return 1
+
+    def _decode(self, indices: torch.Tensor) -> torch.Tensor:
+        m = self.high - self.low + 1
+        return torch.stack([indices // m, indices % m], dim=-1) + self.low
+
+    def question(self, numbers: Sequence[int]) -> str:
+        a, b = numbers
+        return f"What is {a} + {b}?\n{ADD_FORMAT}"
+
+    def solution(self, numbers: Sequence[int]) -> tuple[int, ...]:
+        return (int(sum(numbers)),)
+
+    def _format_answer(self, solution: tuple[int, ...]) -> str:
+        return str(solution[0])
+
+    def parse_answer(self, text: str) -> tuple[int, ...] | None:
+        """``(value,)`` for an answer in the asked form, else None (never raises; see the class docstring)."""
+        parsed = _parse_int_list(text)
+        return parsed if parsed is not None and len(parsed) == 1 else None
+
+
+TEXT_TASKS: dict[str, type[_TextTask]] = {
+    "text_sort": TextSortTask,
+    "text_add": TextAdditionTask,
+}
