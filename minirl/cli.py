@@ -4,7 +4,9 @@
     minirl compare --task sorting --algos naive,baselined,clipped,grpo --seeds 3 --plot curves.png
     minirl compare --task maze --algos reinforce,reinforce_baseline,ppo --seeds 3 --plot maze.png
     minirl compare --task variable_sorting --length 4 --algos grpo,dapo,dr_grpo --seeds 3 --plot lengths.png
-    minirl bench
+    minirl train   --task text_sort --model smollm2-135m --algo grpo --steps 40 --plot smollm2.png
+    minirl train   --task text_sort --model tiny --plot tiny_lm.png
+    minirl bench   [--lm]
 """
 
 from __future__ import annotations
@@ -23,11 +25,16 @@ from toy_envs.variable_sorting import VARIABLE_REWARDS, VariableLengthSortingTas
 
 __all__ = ["main"]
 
-TASKS = ("sorting", "variable_sorting", "maze")
+TASKS = ("sorting", "variable_sorting", "maze", "text_sort", "text_add")
+TEXT_TASK_NAMES = ("text_sort", "text_add")
 
 
 def _is_maze(task: str) -> bool:
     return task == "maze"
+
+
+def _is_text(task: str) -> bool:
+    return task in TEXT_TASK_NAMES
 
 
 def _make_task(args: argparse.Namespace) -> SortingTask | VariableLengthSortingTask:
@@ -69,6 +76,8 @@ def _sorting_config(args: argparse.Namespace, algo: str, seed: int):
 def run_one(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
     """Train one (task, algorithm, seed); return its History and a one-line summary."""
     start = time.perf_counter()
+    if _is_text(args.task):
+        return _run_text(args, algo, seed)
     if not _is_maze(args.task):
         from minirl.train import train
 
@@ -91,21 +100,72 @@ def run_one(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, st
     return history, summary
 
 
+def text_run_settings(args: argparse.Namespace) -> dict:
+    """The model kind's defaults (``minirl.lm_train.RUN_DEFAULTS``) with the command line's choices on top."""
+    from minirl.lm_train import RUN_DEFAULTS, model_kind
+
+    chosen = {"learning_rate": args.lr, "steps": args.steps, "prompts_per_step": args.prompts_per_step,
+              "group_size": args.group_size, "max_new_tokens": args.max_new_tokens, "sft_steps": args.sft_steps,
+              "few_shot": args.few_shot, "eval_prompts": args.eval_prompts, "eval_every": args.eval_every}
+    return {**RUN_DEFAULTS[model_kind(args.model)], **{k: v for k, v in chosen.items() if v is not None}}
+
+
+def _make_text_task(args: argparse.Namespace, few_shot: int):
+    from toy_envs.text_tasks import TextAdditionTask, TextSortTask
+
+    if args.task == "text_sort":
+        return TextSortTask(n_numbers=args.length, max_value=args.max_value, few_shot=few_shot)
+    return TextAdditionTask(digits=args.digits, few_shot=few_shot)
+
+
+def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
+    from minirl.lm_train import lm_algorithm, make_lm_policy, sft_warm_start
+    from minirl.train import TrainConfig, train
+
+    run = text_run_settings(args)
+    task = _make_text_task(args, run["few_shot"])
+    start = time.perf_counter()
+    policy = make_lm_policy(args.model, seed=seed, max_new_tokens=run["max_new_tokens"], device=args.device)
+    print(f"loaded {args.model} ({sum(p.numel() for p in policy.parameters()) / 1e6:.1f}M parameters) on "
+          f"{policy.device} in {time.perf_counter() - start:.1f} s", flush=True)
+    if run["sft_steps"]:
+        sft = sft_warm_start(policy, task, run["sft_steps"], run["prompts_per_step"], run["sft_learning_rate"],
+                             seed=seed, threads=run["threads"], progress=not args.no_progress)
+        print(f"SFT warm start: {run['sft_steps']} steps, loss {sft.last('loss', 10):.3f} nats/token", flush=True)
+    config = TrainConfig(task=task, algo=lm_algorithm(algo), steps=run["steps"], seed=seed,
+                         prompts_per_step=run["prompts_per_step"], group_size=run["group_size"],
+                         learning_rate=run["learning_rate"], eval_every=run["eval_every"],
+                         eval_prompts=run["eval_prompts"], eval_sampled=False, threads=run["threads"],
+                         micro_batch_size=args.micro_batch_size, max_seconds=args.max_seconds,
+                         progress=not args.no_progress)
+    _, history = train(config, policy)
+    first, last = history.evals[0], history.evals[-1]
+    summary = (f"{algo:>12} seed {seed} on {args.model}: {len(history)} steps in {history['wall_time'][-1]:.0f} s "
+               f"({history['gen_seconds'].mean():.1f} s generation + {history['update_seconds'].mean():.1f} s update "
+               f"per step), reward {history.last('reward', 5):.2f}, held-out greedy accuracy "
+               f"{first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}, format "
+               f"{first.get('greedy_format', float('nan')):.0%} -> {last.get('greedy_format', float('nan')):.0%}")
+    return history, summary
+
+
 def _plot(runs: dict[str, list[History]], task: str, path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from minirl.plotting import plot_reward_curves
+    from minirl.plotting import plot_lm_curves, plot_reward_curves
 
-    second = "exact_return" if _is_maze(task) else "greedy_exact"
-    x = "episodes" if _is_maze(task) else "step"
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-    plot_reward_curves(runs, "reward", ax=axes[0], x=x, title=f"{task}: training reward")
-    plot_reward_curves(runs, second, ax=axes[1], x=x, smooth=1,
-                       title=f"{task}: {'exact return (DP)' if _is_maze(task) else 'held-out greedy accuracy'}")
-    fig.tight_layout()
+    if _is_text(task):
+        fig = plot_lm_curves(runs, title=f"{task}: a language model trained with GRPO")
+    else:
+        second = "exact_return" if _is_maze(task) else "greedy_exact"
+        x = "episodes" if _is_maze(task) else "step"
+        fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+        plot_reward_curves(runs, "reward", ax=axes[0], x=x, title=f"{task}: training reward")
+        plot_reward_curves(runs, second, ax=axes[1], x=x, smooth=1,
+                           title=f"{task}: {'exact return (DP)' if _is_maze(task) else 'held-out greedy accuracy'}")
+        fig.tight_layout()
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -114,6 +174,8 @@ def _plot(runs: dict[str, list[History]], task: str, path: str) -> None:
 
 def _check_algos(task: str, algos: list[str]) -> None:
     known = list(_maze_algorithms()) if _is_maze(task) else sorted(ALGORITHMS)
+    if _is_text(task):  # a text task has no per-position (process) reward
+        known = [a for a in known if ALGORITHMS[a].advantage_level == "sequence"]
     unknown = [a for a in algos if a not in known]
     if unknown:
         raise SystemExit(f"minirl: unknown algorithm(s) {unknown} for --task {task}; choose from {known}")
@@ -154,6 +216,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from minirl.bench import run_benchmark
 
+    if args.lm:
+        from minirl.bench_lm import run_lm_benchmark
+
+        return run_lm_benchmark(quick=args.quick, minutes=args.minutes)
     return run_benchmark(quick=args.quick, seeds=args.seeds)
 
 
@@ -176,6 +242,19 @@ def build_parser() -> argparse.ArgumentParser:
         g.add_argument("--group-size", type=int, default=None)
         g.add_argument("--embedding-dim", type=int, default=None)
         g.add_argument("--max-seconds", type=float, default=None, help="stop each run after this much training time")
+        t = p.add_argument_group("text tasks (a language model; defaults depend on --model)")
+        t.add_argument("--model", default="smollm2-135m",
+                       help="'smollm2-135m' (shipped, offline), 'tiny' (a ~1M-parameter model built here), a local "
+                            "folder or a hub name")
+        t.add_argument("--max-value", type=int, default=9, help="text_sort: numbers are 0 .. max-value")
+        t.add_argument("--digits", type=int, default=2, help="text_add: digits per operand")
+        t.add_argument("--few-shot", type=int, default=None, help="worked examples in each prompt")
+        t.add_argument("--max-new-tokens", type=int, default=None, help="response length budget (tokens)")
+        t.add_argument("--sft-steps", type=int, default=None, help="supervised warm-start steps before RL")
+        t.add_argument("--eval-prompts", type=int, default=None, help="held-out prompts per evaluation")
+        t.add_argument("--eval-every", type=int, default=None, help="evaluate every this many steps")
+        t.add_argument("--micro-batch-size", type=int, default=None, help="prompts per forward/backward pass")
+        t.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
 
     p_train = sub.add_parser("train", help="train one algorithm with one seed")
     add_common(p_train)
@@ -192,13 +271,17 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench = sub.add_parser("bench", help="the acceptance benchmark: print a table of measured figures")
     p_bench.add_argument("--seeds", type=int, default=3)
     p_bench.add_argument("--quick", action="store_true", help="a much shorter run (for smoke tests)")
+    p_bench.add_argument("--lm", action="store_true",
+                         help="the language-model benchmark: the tiny model's speed, SmolLM2 before/after GRPO")
+    p_bench.add_argument("--minutes", type=float, default=20.0, help="--lm: SmolLM2's training budget")
     p_bench.set_defaults(func=cmd_bench)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    torch.set_num_threads(1)  # the models are tiny: one thread is faster than two fighting over 2 cores
+    if not _is_text(getattr(args, "task", "")) and not getattr(args, "lm", False):
+        torch.set_num_threads(1)  # the toy models are tiny: one thread is faster than two fighting over 2 cores
     return args.func(args)
 
 

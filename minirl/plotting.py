@@ -8,15 +8,20 @@ import numpy as np
 
 from minirl.history import History
 
-__all__ = ["METRIC_LABELS", "plot_reward_curves", "smooth_centered"]
+__all__ = ["LM_PANELS", "METRIC_LABELS", "plot_lm_curves", "plot_reward_curves", "smooth_centered"]
 
 METRIC_LABELS = {
     "reward": "mean reward per sample",
-    "exact_match": "sampled responses exactly sorted (fraction)",
-    "greedy_exact": "greedy responses exactly sorted (fraction, held-out)",
+    "exact_match": "sampled responses correct (fraction)",
+    "format_rate": "sampled answers in the asked form (fraction)",
+    "greedy_format": "greedy answers in the asked form (fraction, held-out)",
+    "response_length": "response length (tokens, EOS included)",
+    "zero_variance_groups": "groups with all rewards equal (fraction)",
+    "tokens_per_second": "response tokens sampled per second",
+    "greedy_exact": "greedy responses correct (fraction, held-out)",
     "sampled_exact": "sampled responses exactly sorted (fraction, held-out)",
     "greedy_position_acc": "greedy positions correct (fraction, held-out)",
-    "entropy": "policy entropy per position (nats)",
+    "entropy": "policy entropy per token (nats)",
     "kl": "KL(π_θ ‖ π_ref) per token (nats, k3)",
     "clip_frac_low": "tokens clipped at 1 − ε_low (fraction)",
     "clip_frac_high": "tokens clipped at 1 + ε_high (fraction)",
@@ -104,3 +109,34 @@ def plot_reward_curves(
     ax.grid(alpha=0.3)
     ax.legend(loc="best", fontsize="small")
     return ax
+
+
+LM_PANELS = ("reward", "greedy_exact", "format_rate", "response_length", "kl", "entropy")
+
+
+def plot_lm_curves(runs: Mapping[str, Sequence[History]], metrics: Sequence[str] = LM_PANELS, smooth: int | None = None,
+                   title: str | None = None):
+    """The curves a language-model run needs, one panel each (default: reward, held-out greedy accuracy,
+    format rate, response length, KL to π_ref, entropy), mean over seeds with a band. Metrics a run did not
+    record are left out, never drawn as zeros. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    first = next(iter(runs.values()))
+    first = first[0] if not isinstance(first, History) else first
+    recorded = set(first.metrics) | (set(first.evals[0]) if first.evals else set())
+    shown = [m for m in metrics if m in recorded]
+    if not shown:
+        raise ValueError(f"none of {list(metrics)} is recorded; the runs have {sorted(recorded)}")
+    cols = min(3, len(shown))
+    rows = (len(shown) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)
+    for ax, metric in zip(axes.flat, shown):
+        is_eval = metric not in first.metrics
+        plot_reward_curves(runs, metric, ax=ax, smooth=1 if is_eval else smooth,
+                           title=METRIC_LABELS.get(metric, metric))
+    for ax in list(axes.flat)[len(shown):]:
+        ax.set_visible(False)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    return fig
