@@ -3,7 +3,7 @@
 The public API, in the order the course meets it:
 
 - the sorting policy: ``TinyEncoderDecoder``, ``sample_responses``, ``compute_log_probs``
-- the ladder: ``compute_deltas``, ``compute_loss``
+- the ladder: ``compute_deltas``, ``compute_loss``; groups that teach nothing: ``zero_variance_fraction``
 - the general loss: ``policy_loss``, ``kl_estimate``, ``aggregate``
 - presets and the loop: ``ALGORITHMS``, ``AlgoConfig``, ``TrainConfig``, ``train`` (its inner
   update ``policy_update``), ``evaluate``; the contracts it is written against: ``Policy``, ``Task``,
@@ -13,7 +13,7 @@ The public API, in the order the course meets it:
 - preferences: ``bradley_terry_loss``, ``RewardModel``, ``train_reward_model``, ``dpo_loss``
 """
 
-from minirl.advantages import compute_deltas, compute_gae, discounted_returns
+from minirl.advantages import compute_deltas, compute_gae, discounted_returns, zero_variance_fraction
 from minirl.algorithms import ALGORITHMS, AlgoConfig, get_algorithm
 from minirl.history import History
 from minirl.losses import aggregate, compute_loss, kl_estimate, policy_loss, sft_loss
@@ -78,4 +78,5 @@ __all__ = [
     "train",
     "train_reward_model",
     "train_supervised",
+    "zero_variance_fraction",
 ]

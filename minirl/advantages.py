@@ -10,13 +10,16 @@ in Ψ ("delta"):
 
 where i, j run over the ``trial`` axis: the group of responses to one prompt.
 For multi-step episodes (the maze) ``compute_gae`` builds Ψ_t from a learned value V(s).
+
+A group whose rewards are all equal has Δ = 0 for every response under the two group modes: it adds
+nothing to the gradient. ``zero_variance_fraction`` measures how much of a batch is such dead weight.
 """
 
 from __future__ import annotations
 
 import torch
 
-__all__ = ["DELTA_MODES", "compute_deltas", "compute_gae", "discounted_returns"]
+__all__ = ["DELTA_MODES", "compute_deltas", "compute_gae", "discounted_returns", "zero_variance_fraction"]
 
 DELTA_MODES = ("rewards", "centered_rewards", "normalized_rewards")
 
@@ -49,6 +52,22 @@ def compute_deltas(rewards: torch.Tensor, mode: str = "centered_rewards", eps: f
         return centered
     std = rewards.std(dim=1, keepdim=True)
     return centered / (std + eps)
+
+
+def zero_variance_fraction(rewards: torch.Tensor) -> float:
+    """The fraction of groups whose rewards are all equal: rewards[batch, trial] -> a float in [0, 1].
+
+    Such a group (every response wrong, every one right, or all equally half-right) gets zero group
+    advantage, ``centered_rewards`` or ``normalized_rewards``: the prompt costs its samples and teaches
+    nothing. Equality is exact (rewards are compared with the group's first); a group of one response
+    counts as all equal.
+    """
+    if not isinstance(rewards, torch.Tensor) or rewards.dim() != 2:
+        shape = list(rewards.shape) if isinstance(rewards, torch.Tensor) else type(rewards).__name__
+        raise ValueError(f"rewards must be a tensor of shape [batch, trial]; got {shape}")
+    if rewards.shape[0] == 0:
+        raise ValueError("rewards must hold at least one group; got batch = 0")
+    return float((rewards == rewards[:, :1]).all(dim=1).float().mean())
 
 
 def discounted_returns(rewards: torch.Tensor, dones: torch.Tensor, gamma: float = 1.0) -> torch.Tensor:

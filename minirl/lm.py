@@ -7,8 +7,9 @@ prompt ends at the same position and the responses start right after it.
 
 Responses are sampled token by token with the KV cache (``model.generate``) and end at the first
 end-of-sequence token (the tokenizer's ``eos_token``, ``<|im_end|>`` for ChatML models). Scoring them
-is one forward pass over prompt + response; by default each prompt runs once and its KV cache is
-shared by the ``trial`` responses of its group.
+is one forward pass over prompt + response, where the logits at position t − 1 score the token at t
+(``completion_log_probs``); by default each prompt runs once and its KV cache is shared by the ``trial``
+responses of its group.
 
 Shapes: prompts ``[batch, prompt_pos]``, responses and their log-probs ``[batch, trial, pos]``.
 
@@ -41,6 +42,7 @@ __all__ = [
     "SMOLLM2_ALIAS",
     "CausalLMPolicy",
     "build_tiny_tokenizer",
+    "completion_log_probs",
     "first_eos_mask",
     "load_policy",
     "make_tiny_lm",
@@ -244,6 +246,42 @@ def first_eos_mask(tokens: torch.Tensor, eos: int) -> torch.Tensor:
     return ((is_eos.cumsum(dim=-1) - is_eos) == 0).float()
 
 
+def completion_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
+    """log π(y_t | x, y_<t) of every completion token, from ONE forward pass over prompt + completion.
+
+    A causal LM's logits at position ``t`` are its prediction of the token at ``t + 1``, so the
+    completion token at position ``t`` (``t >= prompt_length``) is scored by the logits at ``t - 1``
+    (the shift by one)::
+
+        log π(y_t) = log_softmax(logits[:, t - 1])[input_ids[:, t]],   t = prompt_length .. seq - 1
+        = log_softmax(logits[:, prompt_length-1:-1]).gather(-1, input_ids[:, prompt_length:])
+
+    Args:
+        logits: ``[batch, seq, vocab]``, the model's output for ``input_ids`` (divide by the temperature
+            first to score a tempered policy).
+        input_ids: ``[batch, seq]`` integer ids: each prompt LEFT-padded to ``prompt_length``, then its
+            completion (padding after the completion's end gets finite values: mask them).
+        prompt_length: positions ``0 .. prompt_length - 1`` are the (padded) prompt, ``1 <= prompt_length <= seq``.
+
+    Returns ``[batch, seq - prompt_length]``: the log-probability of each completion token (with gradient).
+    """
+    if not isinstance(logits, torch.Tensor) or logits.dim() != 3:
+        raise ValueError(f"logits must be a tensor of shape [batch, seq, vocab]; got "
+                         f"{list(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__}")
+    if not isinstance(input_ids, torch.Tensor) or input_ids.shape != logits.shape[:2]:
+        got = list(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+        raise ValueError(f"input_ids must have shape [batch, seq] = {list(logits.shape[:2])} (the logits' first two "
+                         f"axes); got {got}")
+    if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
+        raise ValueError(f"input_ids must hold integer token ids; got dtype {input_ids.dtype}")
+    seq = logits.shape[1]
+    if isinstance(prompt_length, bool) or not isinstance(prompt_length, int) or not 1 <= prompt_length <= seq:
+        raise ValueError(f"prompt_length must be an int in [1, seq = {seq}] (the logits at prompt_length - 1 predict "
+                         f"the first completion token); got {prompt_length!r}")
+    log_p = F.log_softmax(logits[:, prompt_length - 1:-1], dim=-1)  # [batch, seq - prompt_length, vocab]
+    return log_p.gather(dim=-1, index=input_ids[:, prompt_length:].long().unsqueeze(-1)).squeeze(-1)
+
+
 def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
     """Positions that skip left padding: cumsum of the mask − 1, clamped at 0. ``[batch, pos]``."""
     return (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
@@ -425,19 +463,27 @@ class CausalLMPolicy(nn.Module):
 
     # ---- scoring --------------------------------------------------------------------------------
 
-    def _response_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, responses: torch.Tensor,
-                         share_prompt_cache: bool) -> torch.Tensor:
-        """Logits predicting each response token: prompts ``[batch, prompt_pos]``, responses
-        ``[(batch trial), pos]`` -> ``[(batch trial), pos, vocab]``."""
+    def _sequence_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                         responses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """One forward pass over prompt + response (each prompt repeated for its group): prompts
+        ``[batch, prompt_pos]``, responses ``[(batch trial), pos]`` -> the logits of the last ``pos + 1``
+        positions ``[(batch trial), pos + 1, vocab]`` (the prompt's last position, then the response's) and
+        the ids at those positions ``[(batch trial), pos + 1]``."""
+        group_size = responses.shape[0] // input_ids.shape[0]
+        attn = torch.cat([attention_mask.repeat_interleave(group_size, dim=0), torch.ones_like(responses)], dim=1)
+        seq = torch.cat([input_ids.repeat_interleave(group_size, dim=0), responses], dim=1)
+        keep = responses.shape[1] + 1  # no logits for the rest of the prompt: they predict prompt tokens
+        out = self.model(input_ids=seq, attention_mask=attn, position_ids=_position_ids(attn),
+                         use_cache=False, logits_to_keep=keep)
+        return out.logits, seq[:, -keep:]
+
+    def _response_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                         responses: torch.Tensor) -> torch.Tensor:
+        """Logits predicting each response token with the shared prompt KV cache: prompts
+        ``[batch, prompt_pos]``, responses ``[(batch trial), pos]`` -> ``[(batch trial), pos, vocab]``."""
         group_size = responses.shape[0] // input_ids.shape[0]
         n_resp = responses.shape[1]
         inputs = responses[:, :-1]  # the last response token predicts nothing we score
-        if not share_prompt_cache:
-            attn = torch.cat([attention_mask.repeat_interleave(group_size, dim=0), torch.ones_like(inputs)], dim=1)
-            seq = torch.cat([input_ids.repeat_interleave(group_size, dim=0), inputs], dim=1)
-            out = self.model(input_ids=seq, attention_mask=attn, position_ids=_position_ids(attn),
-                             use_cache=False, logits_to_keep=n_resp)
-            return out.logits
         # Each prompt once; its last position predicts the first response token.
         out = self.model(input_ids=input_ids, attention_mask=attention_mask,
                          position_ids=_position_ids(attention_mask), use_cache=True, logits_to_keep=1)
@@ -472,10 +518,17 @@ class CausalLMPolicy(nn.Module):
             empty = torch.zeros((batch, trial, 0), device=self.device)
             return TokenScores(empty, empty.clone())
         responses = rearrange(tokens, "batch trial pos -> (batch trial) pos")
-        with self._autocast():
-            logits = self._response_logits(input_ids, attention_mask, responses, share)
-        log_p = F.log_softmax(logits.float() / temperature, dim=-1)  # [(batch trial), pos, vocab]
-        log_probs = log_p.gather(dim=-1, index=responses.unsqueeze(-1)).squeeze(-1)
+        if share:
+            with self._autocast():
+                logits = self._response_logits(input_ids, attention_mask, responses)
+            log_p = F.log_softmax(logits.float() / temperature, dim=-1)  # [(batch trial), pos, vocab]
+            log_probs = log_p.gather(dim=-1, index=responses.unsqueeze(-1)).squeeze(-1)
+        else:
+            with self._autocast():
+                logits, ids = self._sequence_logits(input_ids, attention_mask, responses)
+            logits = logits.float() / temperature  # [(batch trial), 1 + pos, vocab]: prompt's last position first
+            log_probs = completion_log_probs(logits, ids, prompt_length=1)  # [(batch trial), pos]
+            log_p = F.log_softmax(logits[:, :-1], dim=-1)
         entropy = -(log_p.exp() * log_p).sum(dim=-1)
         to_3d = "(batch trial) pos -> batch trial pos"
         return TokenScores(rearrange(log_probs, to_3d, trial=trial), rearrange(entropy, to_3d, trial=trial))

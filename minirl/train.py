@@ -32,7 +32,7 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from minirl.advantages import compute_deltas
+from minirl.advantages import compute_deltas, zero_variance_fraction
 from minirl.algorithms import AlgoConfig, get_algorithm
 from minirl.history import History
 from minirl.losses import aggregate, policy_loss
@@ -429,7 +429,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
                     **{k: update[k] for k in ("loss", "kl", "clip_frac_low", "clip_frac_high", "ratio_mean",
                                               "ratio_max", "entropy", "grad_norm")},
                     response_length=float(lengths.mean()),
-                    zero_variance_groups=float((rewards == rewards[:, :1]).all(dim=1).float().mean()),
+                    zero_variance_groups=zero_variance_fraction(rewards),
                     gen_seconds=gen_seconds, update_seconds=now - step_start - gen_seconds,
                     tokens_per_second=float(lengths.sum()) / max(now - step_start, 1e-9),
                     wall_time=elapsed)

@@ -7,31 +7,37 @@ from minirl.checks import (
     check_bellman_backup,
     check_bradley_terry_loss,
     check_clipped_policy_loss,
+    check_completion_log_probs,
     check_compute_deltas,
     check_compute_gae,
     check_compute_log_probs,
     check_compute_loss,
     check_discounted_returns,
     check_dpo_loss,
+    check_first_eos_mask,
     check_group_advantages,
     check_kl_estimate,
     check_masked_aggregate,
     check_maze_reward,
     check_monte_carlo_estimate,
+    check_parse_answer,
     check_per_position_reward,
     check_reinforce_loss,
     check_sort_distance_reward,
     check_sort_inclusion_ordering_reward,
     check_tiny_forward,
+    check_zero_variance_fraction,
     reference_bellman_backup,
     reference_clipped_policy_loss,
     reference_group_advantages,
     reference_maze_reward,
     reference_monte_carlo_estimate,
+    reference_parse_answer,
     reference_per_position_reward,
     reference_reinforce_loss,
     tiny_forward,
 )
+from minirl.lm import completion_log_probs, first_eos_mask
 from toy_envs.sorting import sort_distance_reward, sort_inclusion_ordering_reward
 
 REFERENCES = {
@@ -54,7 +60,11 @@ REFERENCES = {
     check_bradley_terry_loss: minirl.bradley_terry_loss,
     check_dpo_loss: minirl.dpo_loss,
     check_per_position_reward: reference_per_position_reward,
+    check_first_eos_mask: first_eos_mask,
+    check_completion_log_probs: completion_log_probs,
+    check_parse_answer: reference_parse_answer,
 }
+REFERENCES[check_zero_variance_fraction] = minirl.zero_variance_fraction
 ALL_CHECKS = list(REFERENCES)  # every exercise check, with the reference it must accept
 
 

@@ -11,8 +11,10 @@ from minirl.checks._core import *  # noqa: F403
 from minirl.checks._core import __all__ as _core_all
 from minirl.checks.grpo import *  # noqa: F403
 from minirl.checks.ladder import *  # noqa: F403
+from minirl.checks.lm import *  # noqa: F403
 from minirl.checks.maze import *  # noqa: F403
 from minirl.checks.maze_pg import *  # noqa: F403
 from minirl.checks.preferences import *  # noqa: F403
+from minirl.checks.pretrained import *  # noqa: F403
 
 __all__ = sorted({*_core_all, "tiny_forward", *(name for name in dict(globals()) if name.startswith("check_"))})
