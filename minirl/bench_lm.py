@@ -80,12 +80,12 @@ def run_lm_benchmark(quick: bool = False, minutes: float = 20.0) -> int:
 
     pre = RUN_DEFAULTS["pretrained"]
     run = {**pre, "prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8} if quick else pre
-    task3 = TextSortTask(n_numbers=3, max_value=9, few_shot=pre["few_shot"])
+    task3 = TextSortTask(n_numbers=3, max_value=9, few_shot=pre["few_shot"], system=pre["system"])
     steps, budget, n_eval = (2, None, 4) if quick else (10_000, 60.0 * minutes, HELD_OUT)
     policy, h_smol, f_smol = _run("smollm2-135m", task3, run, steps, budget, n_eval)
     _report(f"2. SmolLM2-135M-Instruct, text sorting of 3 numbers 0-9, {pre['few_shot']}-shot prompt, GRPO for at "
             f"most {minutes:.0f} min (target: >= 90% held-out greedy accuracy)", h_smol, f_smol)
-    task4 = TextSortTask(n_numbers=4, max_value=9, few_shot=pre["few_shot"])
+    task4 = TextSortTask(n_numbers=4, max_value=9, few_shot=pre["few_shot"], system=pre["system"])
     del policy
     base4 = _greedy(make_lm_policy("smollm2-135m", max_new_tokens=run["max_new_tokens"] + 3), task4, n_eval)
     print(f"  4 numbers, the base model: held-out greedy accuracy {base4[0]:.1%} (form {base4[1]:.0%})")

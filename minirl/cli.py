@@ -110,12 +110,12 @@ def text_run_settings(args: argparse.Namespace) -> dict:
     return {**RUN_DEFAULTS[model_kind(args.model)], **{k: v for k, v in chosen.items() if v is not None}}
 
 
-def _make_text_task(args: argparse.Namespace, few_shot: int):
+def _make_text_task(args: argparse.Namespace, few_shot: int, system: str | None):
     from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
     if args.task == "text_sort":
-        return TextSortTask(n_numbers=args.length, max_value=args.max_value, few_shot=few_shot)
-    return TextAdditionTask(digits=args.digits, few_shot=few_shot)
+        return TextSortTask(n_numbers=args.length, max_value=args.max_value, few_shot=few_shot, system=system)
+    return TextAdditionTask(digits=args.digits, few_shot=few_shot, system=system)
 
 
 def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
@@ -123,7 +123,7 @@ def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, 
     from minirl.train import TrainConfig, train
 
     run = text_run_settings(args)
-    task = _make_text_task(args, run["few_shot"])
+    task = _make_text_task(args, run["few_shot"], run["system"])
     start = time.perf_counter()
     policy = make_lm_policy(args.model, seed=seed, max_new_tokens=run["max_new_tokens"], device=args.device)
     print(f"loaded {args.model} ({sum(p.numel() for p in policy.parameters()) / 1e6:.1f}M parameters) on "
