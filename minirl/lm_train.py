@@ -78,8 +78,8 @@ def sft_warm_start(
 # Run sizes for the two kinds of model, used by ``minirl train --task text_sort`` and the benchmark
 # (measured on 2 CPU cores; see README). ``sft_steps`` of supervised warm start come first.
 RUN_DEFAULTS: dict[str, dict[str, Any]] = {
-    "tiny": dict(system=None, learning_rate=1e-3, steps=100, prompts_per_step=16, group_size=8, max_new_tokens=10,
-                 sft_steps=150, sft_learning_rate=3e-3, few_shot=0, eval_prompts=200, eval_every=20, threads=1),
+    "tiny": dict(system=None, learning_rate=1e-3, steps=150, prompts_per_step=16, group_size=8, max_new_tokens=10,
+                 sft_steps=350, sft_learning_rate=1.5e-3, few_shot=0, eval_prompts=200, eval_every=25, threads=1),
     # SmolLM2: one worked example and a short system message (instead of its ~20-token default) keep the
     # prompt near 100 tokens; measured 28% -> 70% held-out greedy accuracy in 20 steps (README).
     "pretrained": dict(learning_rate=2e-5, steps=30, prompts_per_step=8, group_size=8, max_new_tokens=16,
