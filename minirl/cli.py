@@ -107,7 +107,7 @@ def text_run_settings(args: argparse.Namespace) -> dict:
     chosen = {"learning_rate": args.lr, "steps": args.steps, "prompts_per_step": args.prompts_per_step,
               "group_size": args.group_size, "max_new_tokens": args.max_new_tokens, "sft_steps": args.sft_steps,
               "few_shot": args.few_shot, "eval_prompts": args.eval_prompts, "eval_every": args.eval_every}
-    return {**RUN_DEFAULTS[model_kind(args.model)], **{k: v for k, v in chosen.items() if v is not None}}
+    return {**RUN_DEFAULTS[model_kind(args.model, args.device)], **{k: v for k, v in chosen.items() if v is not None}}
 
 
 def _make_text_task(args: argparse.Namespace, few_shot: int, system: str | None):

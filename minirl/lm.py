@@ -151,9 +151,10 @@ def smollm2_gguf_path() -> Path:
 
 def _default_device_dtype(device, dtype) -> tuple[torch.device, torch.dtype]:
     device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
-    if dtype is None:
-        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    return device, dtype
+    # float32 weights everywhere: an Adam step of lr 2e-5 is below bfloat16's resolution (8 bits of
+    # mantissa) for most weights, so bf16 weights would not move. On CUDA the matrix products still run
+    # in bfloat16, under autocast (``CausalLMPolicy._autocast``).
+    return device, torch.float32 if dtype is None else dtype
 
 
 def load_policy(name_or_path: str | os.PathLike, device: str | torch.device | None = None,
@@ -162,8 +163,9 @@ def load_policy(name_or_path: str | os.PathLike, device: str | torch.device | No
 
     ``name_or_path``: the alias ``"smollm2-135m"`` (SmolLM2-135M-Instruct from the shipped GGUF file,
     de-quantised), a local folder written by ``save_pretrained``, or a hub name (needs the network or
-    the local HuggingFace cache). ``device``: ``"cuda"`` if available, else ``"cpu"``; ``dtype``: float32
-    on CPU, bfloat16 on CUDA. ``policy_kwargs`` go to ``CausalLMPolicy`` (``max_new_tokens``, ...).
+    the local HuggingFace cache). ``device``: ``"cuda"`` if available, else ``"cpu"``; ``dtype``: of the
+    weights, float32 by default (on CUDA the forward passes run under bfloat16 autocast: mixed precision,
+    weights and optimizer state kept in float32). ``policy_kwargs`` go to ``CausalLMPolicy`` (``max_new_tokens``, ...).
 
     Loading ``"smollm2-135m"`` from the GGUF file takes about 35 s on 2 shared CPU cores (10 s for the
     tokenizer, 25 s to de-quantise the 272 GGUF tensors). The de-quantised model is then saved once to

