@@ -78,13 +78,16 @@ def sft_warm_start(
 # Run sizes for each kind of model, used by ``minirl train --task text_sort``, the benchmark and the
 # notebooks. ``sft_steps`` of supervised warm start come first. See README for the measured runs.
 RUN_DEFAULTS: dict[str, dict[str, Any]] = {
-    "tiny": dict(system=None, learning_rate=1e-3, steps=150, prompts_per_step=16, group_size=8, max_new_tokens=10,
-                 sft_steps=350, sft_learning_rate=1.5e-3, few_shot=0, eval_prompts=200, eval_every=25, threads=1),
+    # The tiny model: 1000 supervised steps (0% -> 92.5% held-out greedy, seed 0), then GRPO at a gentle
+    # learning rate (-> 96%); after only 350 supervised steps GRPO ended near 90% (README).
+    "tiny": dict(system=None, learning_rate=3e-4, steps=150, prompts_per_step=16, group_size=8, max_new_tokens=10,
+                 sft_steps=1000, sft_learning_rate=1.5e-3, few_shot=0, eval_prompts=200, eval_every=25, threads=1),
     # SmolLM2 on a CPU: one worked example and a short system message (instead of its ~20-token default)
-    # keep the prompt near 100 tokens. 8 prompts x 8 responses is what 2 cores afford; with so few samples
-    # a run can also fall into copying the numbers unsorted (right for the 22% of prompts already in
-    # order), so the curve varies from seed to seed (README).
-    "pretrained": dict(learning_rate=5e-5, steps=30, prompts_per_step=8, group_size=8, max_new_tokens=16,
+    # keep the prompt near 100 tokens. 8 prompts x 8 responses is what 2 cores afford (~41 s a step);
+    # with so few samples a run can fall into copying the numbers unsorted (right for the 22% of prompts
+    # already in order), and the outcome varies with seed and learning rate. Measured on 2 cores, seed 0:
+    # lr 2e-5 28% -> 68% in 30 steps; lr 5e-5 fell into copying (22%) (README).
+    "pretrained": dict(learning_rate=2e-5, steps=30, prompts_per_step=8, group_size=8, max_new_tokens=16,
                        sft_steps=0, sft_learning_rate=1e-5, few_shot=1, system="You sort numbers.",
                        eval_prompts=100, eval_every=10, threads=None),
     # The same on a GPU (bfloat16 autocast): 8 times the samples per step, a smaller learning rate,
