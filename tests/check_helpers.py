@@ -63,8 +63,8 @@ REFERENCES = {
     check_first_eos_mask: first_eos_mask,
     check_completion_log_probs: completion_log_probs,
     check_parse_answer: reference_parse_answer,
+    check_zero_variance_fraction: minirl.zero_variance_fraction,
 }
-REFERENCES[check_zero_variance_fraction] = minirl.zero_variance_fraction
 ALL_CHECKS = list(REFERENCES)  # every exercise check, with the reference it must accept
 
 
