@@ -38,7 +38,8 @@ def _greedy(policy, task, n: int) -> tuple[float, float]:
 
 def _run(name: str, task, run: dict, steps: int, max_seconds: float | None, eval_prompts: int, seed: int = 0):
     start = time.perf_counter()
-    policy = make_lm_policy(name, seed=seed, max_new_tokens=run["max_new_tokens"])
+    policy = make_lm_policy(name, seed=seed, max_new_tokens=run["max_new_tokens"],
+                            trainable_layers=run["trainable_layers"])
     load_seconds = time.perf_counter() - start
     sft_seconds = 0.0
     if run["sft_steps"]:
@@ -47,7 +48,7 @@ def _run(name: str, task, run: dict, steps: int, max_seconds: float | None, eval
                        threads=run["threads"], progress=False)
         sft_seconds = time.perf_counter() - t
     before = _greedy(policy, task, eval_prompts)
-    config = TrainConfig(task=task, algo=lm_algorithm("grpo"), steps=steps, seed=seed,
+    config = TrainConfig(task=task, algo=lm_algorithm("grpo", kl_coef=run["kl_coef"]), steps=steps, seed=seed,
                          prompts_per_step=run["prompts_per_step"], group_size=run["group_size"],
                          learning_rate=run["learning_rate"], eval_every=0, eval_prompts=eval_prompts,
                          eval_sampled=False, threads=run["threads"], max_seconds=max_seconds, progress=True)

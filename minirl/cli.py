@@ -106,8 +106,25 @@ def text_run_settings(args: argparse.Namespace) -> dict:
 
     chosen = {"learning_rate": args.lr, "steps": args.steps, "prompts_per_step": args.prompts_per_step,
               "group_size": args.group_size, "max_new_tokens": args.max_new_tokens, "sft_steps": args.sft_steps,
-              "few_shot": args.few_shot, "eval_prompts": args.eval_prompts, "eval_every": args.eval_every}
-    return {**RUN_DEFAULTS[model_kind(args.model, args.device)], **{k: v for k, v in chosen.items() if v is not None}}
+              "few_shot": args.few_shot, "eval_prompts": args.eval_prompts, "eval_every": args.eval_every,
+              "kl_coef": args.kl_coef}
+    run = {**RUN_DEFAULTS[model_kind(args.model, args.device)], **{k: v for k, v in chosen.items() if v is not None}}
+    if args.trainable_layers is not None:
+        run["trainable_layers"] = None if args.trainable_layers == "all" else args.trainable_layers
+    return run
+
+
+def _layers(text: str) -> int | str:
+    """``--trainable-layers``: a positive int or ``all``."""
+    if text == "all":
+        return text
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive number of blocks or 'all'; got {text!r}")
+    return n
 
 
 def _make_text_task(args: argparse.Namespace, few_shot: int, system: str | None):
@@ -125,14 +142,15 @@ def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, 
     run = text_run_settings(args)
     task = _make_text_task(args, run["few_shot"], run["system"])
     start = time.perf_counter()
-    policy = make_lm_policy(args.model, seed=seed, max_new_tokens=run["max_new_tokens"], device=args.device)
+    policy = make_lm_policy(args.model, seed=seed, max_new_tokens=run["max_new_tokens"], device=args.device,
+                            trainable_layers=run["trainable_layers"])
     print(f"loaded {args.model} ({sum(p.numel() for p in policy.parameters()) / 1e6:.1f}M parameters) on "
           f"{policy.device} in {time.perf_counter() - start:.1f} s", flush=True)
     if run["sft_steps"]:
         sft = sft_warm_start(policy, task, run["sft_steps"], run["prompts_per_step"], run["sft_learning_rate"],
                              seed=seed, threads=run["threads"], progress=not args.no_progress)
         print(f"SFT warm start: {run['sft_steps']} steps, loss {sft.last('loss', 10):.3f} nats/token", flush=True)
-    config = TrainConfig(task=task, algo=lm_algorithm(algo), steps=run["steps"], seed=seed,
+    config = TrainConfig(task=task, algo=lm_algorithm(algo, kl_coef=run["kl_coef"]), steps=run["steps"], seed=seed,
                          prompts_per_step=run["prompts_per_step"], group_size=run["group_size"],
                          learning_rate=run["learning_rate"], eval_every=run["eval_every"],
                          eval_prompts=run["eval_prompts"], eval_sampled=False, threads=run["threads"],
@@ -254,6 +272,9 @@ def build_parser() -> argparse.ArgumentParser:
         t.add_argument("--eval-prompts", type=int, default=None, help="held-out prompts per evaluation")
         t.add_argument("--eval-every", type=int, default=None, help="evaluate every this many steps")
         t.add_argument("--micro-batch-size", type=int, default=None, help="prompts per forward/backward pass")
+        t.add_argument("--trainable-layers", type=_layers, default=None,
+                       help="train only the top N transformer blocks, or 'all'")
+        t.add_argument("--kl-coef", type=float, default=None, help="weight of the KL penalty to the initial model")
         t.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
 
     p_train = sub.add_parser("train", help="train one algorithm with one seed")

@@ -537,6 +537,28 @@ class CausalLMPolicy(nn.Module):
         to_3d = "(batch trial) pos -> batch trial pos"
         return TokenScores(rearrange(log_probs, to_3d, trial=trial), rearrange(entropy, to_3d, trial=trial))
 
+    # ---- which weights train -------------------------------------------------------------------
+
+    def train_top_layers(self, n_layers: int | None) -> CausalLMPolicy:
+        """Train only the top ``n_layers`` transformer blocks (and the final norm); None trains everything.
+
+        Frozen (``requires_grad = False``): the token embedding (tied to the LM head in SmolLM2, so the
+        head too) and the lowest ``num_hidden_layers − n_layers`` blocks. Autograd then stops at the lowest
+        trainable block: an update costs a full forward pass but a backward pass through the top blocks
+        only, and Adam keeps state for the trainable weights only. On 2 CPU cores, SmolLM2's update with
+        its top 10 of 30 blocks trainable takes about half the time of a full one (README). Returns self.
+        """
+        blocks = self.model.get_decoder().layers
+        if n_layers is not None and not (isinstance(n_layers, int) and 1 <= n_layers <= len(blocks)):
+            raise ValueError(f"n_layers must be None or an int in [1, {len(blocks)}] (the model's "
+                             f"num_hidden_layers); got {n_layers!r}")
+        self.model.requires_grad_(True)
+        if n_layers is not None:
+            self.model.get_input_embeddings().requires_grad_(False)
+            for block in blocks[: len(blocks) - n_layers]:
+                block.requires_grad_(False)
+        return self
+
     # ---- saving ---------------------------------------------------------------------------------
 
     def save_pretrained(self, path: str | os.PathLike) -> None:

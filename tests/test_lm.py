@@ -276,6 +276,30 @@ def test_policy_is_a_module_that_deepcopies(tiny):
 
 # ---- the shipped SmolLM2-135M-Instruct -------------------------------------------------------------
 
+def _grads(policy, rollout):
+    policy.zero_grad(set_to_none=True)
+    (policy.score(PROMPTS, rollout, temperature=1.0).log_probs * rollout.mask).sum().backward()
+    return {name: p.grad for name, p in policy.named_parameters()}
+
+
+def test_train_top_layers_freezes_the_rest_and_keeps_the_top_gradient():
+    policy = make_tiny_lm(seed=0, max_new_tokens=6)  # 4 blocks, tied embedding
+    rollout = policy.sample(PROMPTS, 2, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    full = _grads(policy, rollout)
+    top = _grads(policy.train_top_layers(1), rollout)
+    trained = {name for name, g in top.items() if g is not None}
+    assert trained == {name for name in full if name.startswith(("model.model.layers.3.", "model.model.norm."))}
+    for name in trained:  # freezing what lies below changes nothing above it
+        torch.testing.assert_close(top[name], full[name], rtol=1e-6, atol=1e-7)
+    n_trainable = sum(p.numel() for p in policy.parameters() if p.requires_grad)
+    assert 0 < n_trainable < sum(p.numel() for p in policy.parameters()) / 4
+    back = _grads(policy.train_top_layers(None), rollout)  # None: everything trains again
+    assert all(g is not None for g in back.values())
+    for bad in (0, 5, 2.0):
+        with pytest.raises(ValueError, match="n_layers"):
+            policy.train_top_layers(bad)
+
+
 
 @pytest.fixture(scope="module")
 def smollm2_cache():

@@ -86,9 +86,26 @@ def test_minirl_train_on_a_text_task_with_the_tiny_model(tmp_path, capsys):
     png = tmp_path / "tiny.png"
     assert main(["train", "--task", "text_sort", "--model", "tiny", "--steps", "2", "--sft-steps", "2",
                  "--prompts-per-step", "4", "--group-size", "2", "--eval-prompts", "4", "--no-progress",
-                 "--plot", str(png)]) == 0
+                 "--trainable-layers", "2", "--plot", str(png)]) == 0
     out = capsys.readouterr().out
     assert "grpo seed 0 on tiny: 2 steps" in out and "held-out greedy accuracy" in out and "SFT warm start" in out
     assert png.stat().st_size > 10_000
     with pytest.raises(SystemExit, match="unknown algorithm"):
         main(["train", "--task", "text_sort", "--model", "tiny", "--algo", "grpo_process", "--no-progress"])
+
+
+def test_text_run_settings_are_the_recipe_with_the_command_line_on_top():
+    from minirl.cli import build_parser, text_run_settings
+    from minirl.lm_train import RUN_DEFAULTS
+
+    parse = build_parser().parse_args
+    base = ["train", "--task", "text_sort", "--model", "smollm2-135m", "--device", "cpu"]
+    assert text_run_settings(parse(base)) == RUN_DEFAULTS["pretrained"]
+    assert RUN_DEFAULTS["pretrained"]["trainable_layers"] == 10 and RUN_DEFAULTS["pretrained"]["kl_coef"] == 0.0
+    run = text_run_settings(parse(base + ["--trainable-layers", "all", "--kl-coef", "0.05", "--lr", "3e-5"]))
+    assert (run["trainable_layers"], run["kl_coef"], run["learning_rate"]) == (None, 0.05, 3e-5)
+    assert text_run_settings(parse(base + ["--trainable-layers", "4"]))["trainable_layers"] == 4
+    for bad in ("0", "-1", "some"):
+        with pytest.raises(SystemExit) as exit_info:
+            parse(base + ["--trainable-layers", bad])
+        assert exit_info.value.code == 2
