@@ -9,7 +9,8 @@ Responses are sampled token by token with the KV cache (``model.generate``) and 
 end-of-sequence token (the tokenizer's ``eos_token``, ``<|im_end|>`` for ChatML models). Scoring them
 is one forward pass over prompt + response, where the logits at position t − 1 score the token at t
 (``completion_log_probs``); by default each prompt runs once and its KV cache is shared by the ``trial``
-responses of its group.
+responses of its group, and the beginning that all prompts of a batch share (a system message, a worked
+example) runs once for the whole batch (``common_prefix_layout``).
 
 Shapes: prompts ``[batch, prompt_pos]``, responses and their log-probs ``[batch, trial, pos]``.
 
@@ -42,6 +43,7 @@ __all__ = [
     "SMOLLM2_ALIAS",
     "CausalLMPolicy",
     "build_tiny_tokenizer",
+    "common_prefix_layout",
     "completion_log_probs",
     "default_device",
     "first_eos_mask",
@@ -287,8 +289,48 @@ def completion_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, prompt_l
 
 
 def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
-    """Positions that skip left padding: cumsum of the mask − 1, clamped at 0. ``[batch, pos]``."""
+    """Positions that skip padding: cumsum of the mask − 1, clamped at 0. ``[batch, pos]``."""
     return (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
+
+
+def common_prefix_layout(input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                         keep: int = 2) -> tuple[int, torch.Tensor, torch.Tensor]:
+    """Re-lay LEFT-padded prompts so that the tokens they all begin with come first.
+
+    Prompts of a task often share a long beginning (the system message, a worked example). Laid out as
+    ``[common prefix | padding | rest]`` instead of ``[padding | prompt]``, the prefix sits in the same
+    columns of every row, so the model can run it once for the whole batch and share its KV cache. The
+    padding in the middle is masked and skipped by the position ids (``_position_ids``), so each row's
+    tokens see the same context at the same positions as before. The width is unchanged and every row
+    still ends in the last column.
+
+    Args:
+        input_ids, attention_mask: left-padded prompts ``[batch, prompt_pos]``.
+        keep: at least this many tokens of every prompt stay after the prefix.
+
+    Returns:
+        ``(n_prefix, input_ids, attention_mask)``: the number of shared leading tokens (0 when there are
+        none, or one prompt) and the re-laid prompts ``[batch, prompt_pos]``.
+    """
+    batch, width = input_ids.shape
+    lengths = attention_mask.sum(dim=1).long()
+    shortest = int(lengths.min())
+    if batch < 2 or shortest <= keep:
+        return 0, input_ids, attention_mask
+    start = width - lengths  # [batch]: each row's first real column
+    cols = torch.arange(shortest - keep, device=input_ids.device)
+    heads = input_ids.gather(1, start.unsqueeze(1) + cols)  # [batch, shortest - keep]: each row's first tokens
+    differs = (heads != heads[:1]).any(dim=0)
+    n_prefix = int(differs.float().argmax()) if differs.any() else len(cols)
+    if n_prefix == 0:
+        return 0, input_ids, attention_mask
+    ids, mask = input_ids.clone(), attention_mask.clone()
+    ids[:, :n_prefix], mask[:, :n_prefix] = heads[:1, :n_prefix], 1
+    for row in range(batch):  # the rest of each prompt stays right-aligned; the gap is padding
+        begin = int(start[row])
+        ids[row, n_prefix:begin + n_prefix] = input_ids[row, :begin]  # its pad ids
+        mask[row, n_prefix:begin + n_prefix] = 0
+    return n_prefix, ids, mask
 
 
 def _as_messages(prompt: Any) -> list[Mapping[str, str]]:
@@ -309,9 +351,9 @@ class CausalLMPolicy(nn.Module):
         model: a ``transformers`` causal LM (``LlamaForCausalLM``, ...).
         tokenizer: its tokenizer, with a chat template and an ``eos_token`` (the end of a response).
         max_new_tokens: the response length budget of ``sample`` and ``greedy`` (``Rollout.max_length``).
-        share_prompt_cache: ``sample`` and ``score`` run each prompt once and share its KV cache with the
-            group's responses (the same values and gradients as running every prompt + response, less
-            compute).
+        share_prompt_cache: ``sample``, ``greedy`` and ``score`` run each prompt once and share its KV cache
+            with the group's responses, and run the batch's common prefix once for all prompts (the same
+            values and gradients as running every prompt + response, less compute).
     """
 
     def __init__(self, model: nn.Module, tokenizer, max_new_tokens: int = 32, *, share_prompt_cache: bool = True):
@@ -402,16 +444,17 @@ class CausalLMPolicy(nn.Module):
             **generate_kwargs,
         }
         with torch.no_grad(), self._fork_rng(), self._autocast():
-            if self.share_prompt_cache and group_size > 1 and int(attention_mask.sum(dim=1).min()) > 1:
-                # generate would run every prompt group_size times; run it once, copy its KV cache, and let
-                # generate continue from that cache (it runs only the prompts' last token itself).
-                prefix = self.model(input_ids=input_ids[:, :-1], attention_mask=attention_mask[:, :-1],
-                                    position_ids=_position_ids(attention_mask[:, :-1]), use_cache=True,
-                                    logits_to_keep=1)
-                prefix.past_key_values.batch_repeat_interleave(group_size)
-                input_ids = input_ids.repeat_interleave(group_size, dim=0)
-                attention_mask = attention_mask.repeat_interleave(group_size, dim=0)
-                kwargs.update(num_return_sequences=1, past_key_values=prefix.past_key_values)
+            n_prefix, laid_ids, laid_mask = common_prefix_layout(input_ids, attention_mask)
+            if self.share_prompt_cache and (group_size > 1 or n_prefix > 0) \
+                    and int(attention_mask.sum(dim=1).min()) > 1:
+                # generate would run every prompt group_size times, and the batch's common prefix batch x
+                # group_size times; run each once, copy the KV cache, and let generate continue from it (it
+                # runs only the prompts' last token itself).
+                cache = self._prompt_cache(laid_ids[:, :-1], laid_mask[:, :-1], n_prefix).past_key_values
+                cache.batch_repeat_interleave(group_size)
+                input_ids = laid_ids.repeat_interleave(group_size, dim=0)
+                attention_mask = laid_mask.repeat_interleave(group_size, dim=0)
+                kwargs.update(num_return_sequences=1, past_key_values=cache)
             torch.manual_seed(seed)
             return self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
 
@@ -467,6 +510,24 @@ class CausalLMPolicy(nn.Module):
 
     # ---- scoring --------------------------------------------------------------------------------
 
+    def _prompt_cache(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, n_prefix: int = 0):
+        """Run prompts ``[batch, prompt_pos]`` through the model and keep their KV cache; the first
+        ``n_prefix`` columns (the same in every row, ``common_prefix_layout``) run once and their cache is
+        copied to every row (``batch_repeat_interleave`` is differentiable: gradients of all rows reach
+        the one prefix). Returns the model's output: ``.logits`` of the last position ``[batch, 1, vocab]``
+        and ``.past_key_values``."""
+        positions = _position_ids(attention_mask)
+        if not 0 < n_prefix < input_ids.shape[1]:
+            return self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
+                              use_cache=True, logits_to_keep=1)
+        prefix = self.model(input_ids=input_ids[:1, :n_prefix], attention_mask=attention_mask[:1, :n_prefix],
+                            position_ids=positions[:1, :n_prefix], use_cache=True, logits_to_keep=1)
+        cache = prefix.past_key_values
+        cache.batch_repeat_interleave(input_ids.shape[0])
+        return self.model(input_ids=input_ids[:, n_prefix:], attention_mask=attention_mask,
+                          position_ids=positions[:, n_prefix:], past_key_values=cache, use_cache=True,
+                          logits_to_keep=1)
+
     def _sequence_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                          responses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """One forward pass over prompt + response (each prompt repeated for its group): prompts
@@ -488,9 +549,9 @@ class CausalLMPolicy(nn.Module):
         group_size = responses.shape[0] // input_ids.shape[0]
         n_resp = responses.shape[1]
         inputs = responses[:, :-1]  # the last response token predicts nothing we score
-        # Each prompt once; its last position predicts the first response token.
-        out = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                         position_ids=_position_ids(attention_mask), use_cache=True, logits_to_keep=1)
+        # Each prompt once (their common prefix once); its last position predicts the first response token.
+        n_prefix, input_ids, attention_mask = common_prefix_layout(input_ids, attention_mask)
+        out = self._prompt_cache(input_ids, attention_mask, n_prefix)
         first = out.logits.repeat_interleave(group_size, dim=0)  # [(batch trial), 1, vocab]
         if n_resp == 1:
             return first

@@ -14,7 +14,9 @@ import torch.nn.functional as F
 from minirl.lm import (
     SMOLLM2_ALIAS,
     CausalLMPolicy,
+    _position_ids,
     build_tiny_tokenizer,
+    common_prefix_layout,
     first_eos_mask,
     load_policy,
     make_tiny_lm,
@@ -174,6 +176,51 @@ def test_sampling_with_shared_prompt_cache_equals_plain():
     a = shared.sample(prompts, 4, temperature=1.0, generator=torch.Generator().manual_seed(5))
     b = plain.sample(prompts, 4, temperature=1.0, generator=torch.Generator().manual_seed(5))
     assert torch.equal(a.tokens, b.tokens) and a.answers == b.answers
+
+
+# Prompts that begin alike (a system message and a worked example) and differ in length.
+SHARED_BEGINNING = [
+    [{"role": "system", "content": "You sort numbers."}, {"role": "user", "content": "Sort: 3 1 2"},
+     {"role": "assistant", "content": "1 2 3"}, {"role": "user", "content": text}]
+    for text in ("Sort: 9 4", "Sort: 8 6 5 1 0 7", "Sort: 2 2 9")
+]
+
+
+def test_common_prefix_layout_by_hand():
+    pad = 0
+    ids = torch.tensor([[pad, pad, 5, 6, 7, 8], [5, 6, 9, 9, 9, 9], [pad, 5, 6, 7, 1, 2]])
+    mask = (ids != pad).long()
+    n_prefix, laid, laid_mask = common_prefix_layout(ids, mask)
+    assert n_prefix == 2  # every prompt begins with 5, 6
+    assert laid.tolist() == [[5, 6, pad, pad, 7, 8], [5, 6, 9, 9, 9, 9], [5, 6, pad, 7, 1, 2]]
+    assert laid_mask.tolist() == [[1, 1, 0, 0, 1, 1], [1, 1, 1, 1, 1, 1], [1, 1, 0, 1, 1, 1]]
+    # Every real token keeps its position: the position ids skip the padding in the middle.
+    positions = _position_ids(laid_mask)
+    assert positions[0, -2:].tolist() == [2, 3] and positions[2, -3:].tolist() == [2, 3, 4]
+    assert common_prefix_layout(ids, mask, keep=3)[0] == 1  # the shortest prompt keeps 3 tokens after the prefix
+    assert common_prefix_layout(ids[:1], mask[:1])[0] == 0  # one prompt: nothing to share
+    different = torch.tensor([[1, 2, 3], [4, 2, 3]])
+    assert common_prefix_layout(different, torch.ones_like(different))[0] == 0
+
+
+def test_common_prefix_is_shared_and_changes_nothing():
+    shared, plain = make_tiny_lm(seed=0, max_new_tokens=6), make_tiny_lm(seed=0, max_new_tokens=6)
+    plain.share_prompt_cache = False
+    ids, mask = shared.encode_prompts(SHARED_BEGINNING)
+    assert common_prefix_layout(ids, mask)[0] > 20
+    a = shared.sample(SHARED_BEGINNING, 3, temperature=1.0, generator=torch.Generator().manual_seed(2))
+    b = plain.sample(SHARED_BEGINNING, 3, temperature=1.0, generator=torch.Generator().manual_seed(2))
+    assert torch.equal(a.tokens, b.tokens) and a.answers == b.answers
+    assert torch.equal(shared.greedy(SHARED_BEGINNING).tokens, plain.greedy(SHARED_BEGINNING).tokens)
+    weights = torch.randn(a.tokens.shape, generator=torch.Generator().manual_seed(0))
+    grads = []
+    for policy in (shared, plain):
+        scores = policy.score(SHARED_BEGINNING, a, temperature=1.0)
+        ((scores.log_probs * weights) * a.mask).sum().backward()
+        grads.append((scores.log_probs.detach(), {n: q.grad for n, q in policy.model.named_parameters()}))
+    torch.testing.assert_close(grads[0][0], grads[1][0], atol=1e-5, rtol=0)
+    for name, grad in grads[0][1].items():
+        torch.testing.assert_close(grad, grads[1][1][name], atol=1e-5, rtol=1e-5, msg=name)
 
 
 def test_completions_to_rollout_mask_ends_at_first_eos(tiny):
@@ -349,3 +396,19 @@ def test_smollm2_score_equals_generation_log_probs(smollm2):
     real = rollout.mask.bool()
     torch.testing.assert_close(scores.log_probs[real], gen_log_probs[real], atol=1e-4, rtol=0)
     assert torch.isfinite(scores.log_probs).all() and torch.isfinite(scores.entropy).all()
+
+
+def test_smollm2_shares_the_task_prompts_common_beginning(smollm2):
+    from toy_envs.text_tasks import TextSortTask
+
+    task = TextSortTask(n_numbers=3, max_value=9, few_shot=1, system="You sort numbers.")
+    prompts = task.sample_prompts(3, torch.Generator().manual_seed(0))
+    ids, mask = smollm2.encode_prompts(prompts)
+    assert common_prefix_layout(ids, mask)[0] >= 60  # the system message and the worked example
+    rollout, gen_log_probs = _generate_with_log_probs(smollm2, prompts, 2, temperature=1.0)
+    with torch.no_grad():
+        shared = smollm2.score(prompts, rollout, temperature=1.0)
+        plain = smollm2.score(prompts, rollout, temperature=1.0, share_prompt_cache=False)
+    real = rollout.mask.bool()
+    torch.testing.assert_close(shared.log_probs[real], plain.log_probs[real], atol=1e-4, rtol=0)
+    torch.testing.assert_close(shared.log_probs[real], gen_log_probs[real], atol=1e-4, rtol=0)
