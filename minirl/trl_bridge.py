@@ -1,0 +1,170 @@
+"""From minirl to TRL: the same GRPO loss, knob for knob.
+
+TRL's ``GRPOTrainer`` is what the field uses to train with GRPO across GPUs and machines (accelerate,
+DeepSpeed or FSDP, vLLM generation, PEFT). It computes the loss minirl's ``policy_loss`` computes, under
+other names. This module says which, in code:
+
+- ``KNOBS``: every ``AlgoConfig`` knob and its ``GRPOConfig`` field (or why there is none);
+- ``grpo_config_kwargs(algo, max_length)``: the ``GRPOConfig`` fields that make TRL compute
+  ``policy_loss`` with ``algo``'s knobs (it refuses the rungs TRL has no counterpart for);
+- ``trl_loss_inputs(...)``: a minirl batch (prompts, a ``Rollout``, advantages, π_old and π_ref
+  log-probs) as the ``inputs`` dict that ``GRPOTrainer.compute_loss`` takes.
+
+The tests (``tests/test_trl_parity.py``) build a ``GRPOTrainer`` around a model, hand it such a batch and
+check that TRL's own loss and gradients equal ``policy_loss``'s to 1e-5, for grpo, dapo, gspo, dr_grpo and
+TRL's bnpo, with and without the KL term and with asymmetric clipping.
+
+Two differences to know (both in ``KNOBS``):
+
+- advantages: both divide the centred group rewards by the group's *unbiased* standard deviation plus ε;
+  TRL's ε is 1e-4, minirl's ``compute_deltas`` default 1e-6 (``eps=1e-4`` makes them equal);
+- the KL term: TRL 1.16 by default multiplies the k3 estimate by the importance ratio
+  (``use_bias_correction_kl=True``); that changes the gradient even when the ratio is 1, so
+  ``grpo_config_kwargs`` turns it off to compute minirl's β · k3.
+
+TRL is an optional dependency: ``pip install -e ".[trl]"``. Nothing here imports it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from einops import rearrange
+
+from minirl.algorithms import AlgoConfig, get_algorithm
+from minirl.protocols import Rollout
+
+__all__ = ["KNOBS", "LOSS_TYPES", "TRL_ADVANTAGE_EPS", "grpo_config_kwargs", "knob_table", "trl_loss_inputs"]
+
+# TRL's advantage: (r − mean_group r) / (std_group r + 1e-4), std with Bessel's correction (as torch.std).
+TRL_ADVANTAGE_EPS = 1e-4
+
+# minirl's aggregation -> TRL's loss_type. TRL's "dapo" is "bnpo" normalised by the token count of the whole
+# generation batch (num_items_in_batch): the same as token_mean when one batch is one optimizer step.
+LOSS_TYPES = {"sequence_mean": "grpo", "token_mean": "bnpo", "constant": "dr_grpo"}
+
+# (minirl knob, GRPOConfig field, how they correspond)
+KNOBS: list[tuple[str, str, str]] = [
+    ("clip_eps_low", "epsilon", "ε_low: the ratio is clipped below at 1 − ε_low"),
+    ("clip_eps_high", "epsilon_high", "ε_high (clip-higher, DAPO); None = ε_low in both"),
+    ("ratio_level", "importance_sampling_level", '"token" or "sequence" (GSPO\'s length-normalised ratio)'),
+    ("aggregation", "loss_type", '"sequence_mean" = "grpo"; "token_mean" = "bnpo" (one step per batch: also '
+     '"dapo"); "constant" = "dr_grpo" (its constant is max_completion_length)'),
+    ("delta_mode", "scale_rewards", '"normalized_rewards" = "group" (ε 1e-4 in TRL, 1e-6 in minirl); '
+     '"centered_rewards" = "none"; "rewards" (no baseline): no counterpart'),
+    ("kl_coef", "beta", "β of the k3 KL to π_ref; TRL also needs use_bias_correction_kl=False (its default "
+     "multiplies k3 by the ratio)"),
+    ("inner_epochs", "num_iterations", "gradient steps on each batch of samples"),
+    ("ref_refresh_every", "sync_ref_model, ref_model_sync_steps, ref_model_mixup_alpha=1.0",
+     "π_ref ← π_θ every N steps; TRL counts optimizer steps (N × inner_epochs) and by default mixes "
+     "(α = 0.6) instead of copying"),
+    ("entropy_coef", "entropy_coef", "− c · mean entropy per real token"),
+    ("importance_ratio=False", "(none)", "TRL always has the ratio; with num_iterations = 1 it is 1 and the "
+     "gradient is the same"),
+    ("advantage_level=\"token\"", "(none)", "one advantage per position (a process reward): TRL's advantages "
+     "are one per response"),
+    ("TrainConfig.group_size", "num_generations", "responses per prompt"),
+    ("TrainConfig.prompts_per_step", "generation_batch_size", "TRL counts responses: prompts_per_step × "
+     "group_size"),
+    ("TrainConfig.micro_batch_size", "per_device_train_batch_size", "TRL counts responses: micro_batch_size × "
+     "group_size (gradient_accumulation_steps = prompts_per_step / micro_batch_size)"),
+    ("TrainConfig.temperature", "temperature", "sampling temperature; log-probs of the loss use it too"),
+    ("TrainConfig.learning_rate, lr_schedule", "learning_rate, lr_scheduler_type", 'minirl\'s default "cosine" '
+     '(to 0 at the last step); TRL\'s default is "linear"'),
+    ("TrainConfig.max_grad_norm", "max_grad_norm", "gradient norm clipping"),
+    ("CausalLMPolicy.max_new_tokens", "max_completion_length", "the response budget"),
+    ("(none)", "delta, top_entropy_quantile, off_policy_mask_threshold, loss_type cispo / sapo / vespo / "
+     "luspo, vLLM importance-sampling correction", "TRL knobs with no minirl counterpart"),
+]
+
+
+def knob_table() -> str:
+    """``KNOBS`` as a Markdown table (README's and notebook 09's)."""
+    def names(cell: str) -> str:
+        return cell if cell == "(none)" else ", ".join(f"`{name.strip()}`" for name in cell.split(","))
+
+    lines = ["| minirl | TRL `GRPOConfig` | how they correspond |", "| --- | --- | --- |"]
+    lines += [f"| {names(mine)} | {names(theirs)} | {how} |" for mine, theirs, how in KNOBS]
+    return "\n".join(lines)
+
+
+def grpo_config_kwargs(algo: str | AlgoConfig, max_length: int) -> dict[str, Any]:
+    """The ``GRPOConfig`` fields under which TRL's loss is ``policy_loss`` with ``algo``'s knobs.
+
+    ``max_length`` is the response budget (``max_completion_length``; also the constant of Dr GRPO's
+    ``"constant"`` aggregation). Raises ``ValueError`` for knobs TRL has no counterpart for: no
+    baseline (``delta_mode="rewards"``), no ratio with several inner epochs, no clipping, or one
+    advantage per position.
+    """
+    algo = get_algorithm(algo)
+    if not (isinstance(max_length, int) and max_length > 0):
+        raise ValueError(f"max_length must be a positive int (the response budget); got {max_length!r}")
+    if algo.delta_mode == "rewards":
+        raise ValueError(f"{algo.name}: delta_mode 'rewards' (no baseline) has no TRL counterpart "
+                         "(scale_rewards 'none' still subtracts the group mean)")
+    if algo.advantage_level != "sequence":
+        raise ValueError(f"{algo.name}: advantage_level {algo.advantage_level!r} has no TRL counterpart "
+                         "(TRL's advantages are one per response)")
+    if algo.clip_eps_low is None:
+        raise ValueError(f"{algo.name}: clip_eps_low=None (no clipping) has no TRL counterpart")
+    if not algo.importance_ratio and algo.inner_epochs > 1:
+        raise ValueError(f"{algo.name}: importance_ratio=False with inner_epochs > 1 has no TRL counterpart")
+    kwargs: dict[str, Any] = {
+        "loss_type": LOSS_TYPES[algo.aggregation],
+        "epsilon": algo.clip_eps_low,
+        "epsilon_high": algo.clip_eps_low if algo.clip_eps_high is None else algo.clip_eps_high,
+        "importance_sampling_level": algo.ratio_level,
+        "scale_rewards": "group" if algo.delta_mode == "normalized_rewards" else "none",
+        "beta": algo.kl_coef,
+        "use_bias_correction_kl": False,
+        "num_iterations": algo.inner_epochs,
+        "entropy_coef": algo.entropy_coef,
+        "max_completion_length": max_length,
+    }
+    if algo.ref_refresh_every is not None and algo.kl_coef > 0:  # without a KL term π_ref is not used
+        kwargs.update(sync_ref_model=True, ref_model_sync_steps=algo.ref_refresh_every * algo.inner_epochs,
+                      ref_model_mixup_alpha=1.0)
+    return kwargs
+
+
+def trl_loss_inputs(
+    policy,
+    prompts,
+    rollout: Rollout,
+    advantages: torch.Tensor,
+    old_log_probs: torch.Tensor | None = None,
+    ref_log_probs: torch.Tensor | None = None,
+) -> dict[str, torch.Tensor]:
+    """A minirl batch as the ``inputs`` of ``GRPOTrainer.compute_loss``: one row per response.
+
+    Args:
+        policy: the ``CausalLMPolicy`` whose tokenizer renders the prompts (left-padded, as TRL's).
+        prompts: ``batch`` prompts; rollout: their responses ``[batch, trial, pos]`` and mask.
+        advantages: ``[batch, trial]``.
+        old_log_probs, ref_log_probs: ``[batch, trial, pos]`` or None (π_old = π_θ: ratio 1; no KL term).
+
+    Returns ``prompt_ids``/``prompt_mask`` ``[(batch trial), prompt_pos]``, ``completion_ids``/
+    ``completion_mask`` ``[(batch trial), pos]``, ``advantages`` ``[(batch trial)]``, the log-probs
+    ``[(batch trial), pos]`` when given, and ``num_items_in_batch`` (the real tokens: DAPO's normaliser).
+    """
+    batch, trial, _ = rollout.tokens.shape
+    if advantages.shape != (batch, trial):
+        raise ValueError(f"advantages must have shape [batch, trial] = {[batch, trial]}; got {list(advantages.shape)}")
+    prompt_ids, prompt_mask = policy.encode_prompts(prompts)
+    if prompt_ids.shape[0] != batch:
+        raise ValueError(f"prompts must hold one prompt per rollout row ({batch}); got {prompt_ids.shape[0]}")
+    rows = "batch trial pos -> (batch trial) pos"
+    inputs = {
+        "prompt_ids": prompt_ids.repeat_interleave(trial, dim=0),
+        "prompt_mask": prompt_mask.repeat_interleave(trial, dim=0),
+        "completion_ids": rearrange(rollout.tokens, rows).to(prompt_ids.device),
+        "completion_mask": rearrange(rollout.mask, rows).long().to(prompt_ids.device),
+        "advantages": rearrange(advantages, "batch trial -> (batch trial)").detach(),
+        "num_items_in_batch": rollout.mask.sum().detach(),
+    }
+    if old_log_probs is not None:
+        inputs["old_per_token_logps"] = rearrange(old_log_probs, rows).detach()
+    if ref_log_probs is not None:
+        inputs["ref_per_token_logps"] = rearrange(ref_log_probs, rows).detach()
+    return inputs

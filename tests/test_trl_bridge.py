@@ -1,0 +1,44 @@
+"""``minirl.trl_bridge`` without TRL: the knob table and the refusals (the parity tests need TRL:
+``tests/test_trl_parity.py``)."""
+
+from dataclasses import fields
+from pathlib import Path
+
+import pytest
+
+from minirl.algorithms import ALGORITHMS, AlgoConfig
+from minirl.trl_bridge import KNOBS, grpo_config_kwargs, knob_table
+
+
+def test_knob_table_covers_every_algo_knob():
+    named = {row[0].split("=")[0] for row in KNOBS}
+    for f in fields(AlgoConfig):
+        if f.name != "name":
+            assert f.name in named, f"KNOBS has no row for AlgoConfig.{f.name}"
+
+
+def test_readme_has_the_knob_table():
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert knob_table() in readme, "README's TRL knob table is stale: paste minirl.trl_bridge.knob_table() there"
+
+
+def test_grpo_config_kwargs_maps_the_presets():
+    dapo = grpo_config_kwargs("dapo", 16)
+    assert dapo["loss_type"] == "bnpo" and (dapo["epsilon"], dapo["epsilon_high"]) == (0.2, 0.28)
+    assert dapo["beta"] == 0.0 and "sync_ref_model" not in dapo and dapo["max_completion_length"] == 16
+    grpo = grpo_config_kwargs("grpo", 8)
+    assert grpo["loss_type"] == "grpo" and grpo["epsilon_high"] == grpo["epsilon"] == 0.2
+    assert grpo["scale_rewards"] == "group" and grpo["use_bias_correction_kl"] is False
+    assert (grpo["sync_ref_model"], grpo["ref_model_sync_steps"], grpo["ref_model_mixup_alpha"]) == (True, 80, 1.0)
+    assert grpo_config_kwargs("gspo", 8)["importance_sampling_level"] == "sequence"
+    dr = grpo_config_kwargs("dr_grpo", 8)
+    assert dr["loss_type"] == "dr_grpo" and dr["scale_rewards"] == "none"
+
+
+@pytest.mark.parametrize("algo, words", [("naive", "no baseline"), ("baselined", "no clipping"),
+                                         ("grpo_process", "one per response"), ("unclipped", "no clipping")])
+def test_grpo_config_kwargs_refuses_what_trl_lacks(algo, words):
+    with pytest.raises(ValueError, match=words):
+        grpo_config_kwargs(ALGORITHMS[algo], 8)
+    with pytest.raises(ValueError, match="max_length"):
+        grpo_config_kwargs("grpo", 0)

@@ -1,0 +1,187 @@
+"""minirl's loss is TRL's loss: ``GRPOTrainer``'s own loss computation on a batch built by minirl.
+
+For each variant (grpo, dapo, gspo, dr_grpo and TRL's bnpo; with and without the KL term; asymmetric
+clipping; several inner epochs), a ``GRPOTrainer`` configured by ``grpo_config_kwargs`` computes its loss
+on a batch that minirl sampled and scored (``trl_loss_inputs``), and minirl computes ``policy_loss`` on the
+same batch with the same weights: losses and gradients agree to 1e-5. The advantages TRL computes inside
+its own step equal ``compute_deltas(..., eps=1e-4)``.
+
+Skipped with a reason when TRL is not installed (``pip install -e ".[trl]"``; CI installs it).
+"""
+
+import os
+
+import pytest
+import torch
+
+trl = pytest.importorskip("trl", reason="TRL is an optional extra: pip install -e '.[trl]'")
+datasets = pytest.importorskip("datasets", reason="TRL needs datasets: pip install -e '.[trl]'")
+
+from minirl.advantages import compute_deltas  # noqa: E402
+from minirl.algorithms import ALGORITHMS, AlgoConfig  # noqa: E402
+from minirl.lm import load_policy, make_tiny_lm  # noqa: E402
+from minirl.losses import policy_loss  # noqa: E402
+from minirl.trl_bridge import TRL_ADVANTAGE_EPS, grpo_config_kwargs, trl_loss_inputs  # noqa: E402
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+
+MAX_LENGTH = 8
+TEMPERATURE = 0.9
+PROMPTS = ["Sort: 3 1 2", "Sort: 9 4 7 1", "Sort: 5 5 0"]
+GROUP = 4
+
+
+def _config(tmp_path, algo: AlgoConfig, **overrides):
+    from trl import GRPOConfig
+
+    fields = dict(output_dir=str(tmp_path / "trl"), report_to="none", use_cpu=True, bf16=False,
+                  activation_checkpointing=False, per_device_train_batch_size=GROUP * len(PROMPTS),
+                  num_generations=GROUP, temperature=TEMPERATURE, save_strategy="no", seed=0,
+                  disable_tqdm=True, logging_steps=1)
+    fields.update(grpo_config_kwargs(algo, MAX_LENGTH))
+    fields.update(overrides)
+    return GRPOConfig(**fields)
+
+
+@pytest.fixture(scope="module")
+def model_dir(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("tiny_lm")
+    make_tiny_lm(seed=0, max_new_tokens=MAX_LENGTH).save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="module")
+def batch(model_dir):
+    """Responses minirl sampled, π_old and π_ref log-probs near the current ones, random advantages."""
+    policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
+    bias = torch.zeros(len(policy.tokenizer))
+    bias[policy.eos_token_id] = 3.0  # an untrained model: make EOS frequent, so responses end at different lengths
+    hook = policy.model.lm_head.register_forward_hook(lambda module, inputs, output: output + bias)
+    try:
+        rollout = policy.sample(PROMPTS, GROUP, temperature=TEMPERATURE, generator=torch.Generator().manual_seed(0))
+    finally:
+        hook.remove()
+    assert rollout.mask.sum(-1).min() < rollout.mask.shape[-1]  # responses of different lengths
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        current = policy.score(PROMPTS, rollout, temperature=TEMPERATURE).log_probs
+    old = current + 0.3 * torch.randn(current.shape, generator=g)  # ratios far enough from 1 to clip
+    ref = current + 0.2 * torch.randn(current.shape, generator=g)
+    advantages = torch.randn(rollout.tokens.shape[:2], generator=g)
+    return rollout, old, ref, advantages
+
+
+def _variant(preset: str, **changes) -> AlgoConfig:
+    """A preset without its entropy bonus and KL term (the GRPO family has both), then ``changes``."""
+    return ALGORITHMS[preset].with_(**{"entropy_coef": 0.0, "kl_coef": 0.0, **changes})
+
+
+KL = 0.05
+VARIANTS = {
+    "grpo": _variant("grpo"),
+    "grpo+kl": _variant("grpo", kl_coef=KL),
+    "grpo+kl+entropy": _variant("grpo", kl_coef=KL, entropy_coef=0.3),
+    "dapo": _variant("dapo"),
+    "dapo+kl": _variant("dapo", kl_coef=KL),
+    "gspo": _variant("gspo"),
+    "gspo+kl": _variant("gspo", kl_coef=KL),
+    "dr_grpo": _variant("dr_grpo"),
+    "dr_grpo+kl": _variant("dr_grpo", kl_coef=KL),
+    "bnpo": _variant("grpo", aggregation="token_mean"),
+    "bnpo+kl": _variant("grpo", aggregation="token_mean", kl_coef=KL),
+    "grpo, clip-higher": _variant("grpo", clip_eps_low=0.1, clip_eps_high=0.3),
+    "grpo, clip-higher+kl": _variant("grpo", clip_eps_low=0.1, clip_eps_high=0.3, kl_coef=KL),
+}
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_trl_loss_and_gradient_equal_policy_loss(name, model_dir, batch, tmp_path):
+    from trl import GRPOTrainer
+
+    algo = VARIANTS[name]
+    rollout, old, ref, advantages = batch
+    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=[lambda completions, **kw: [0.0] * len(completions)],
+                          args=_config(tmp_path, algo),
+                          train_dataset=datasets.Dataset.from_dict({"prompt": PROMPTS}),
+                          processing_class=load_policy(model_dir).tokenizer)
+    trainer.model.eval()  # a single optimizer step on the whole batch: no gradient-accumulation division
+    policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)  # the same weights, minirl's copy
+
+    inputs = trl_loss_inputs(policy, PROMPTS, rollout, advantages, old, ref if algo.kl_coef else None)
+    trl_loss = trainer.compute_loss(trainer.model, inputs)
+    trl_loss.backward()
+
+    scores = policy.score(PROMPTS, rollout, temperature=TEMPERATURE)
+    loss, metrics = policy_loss(scores.log_probs, old, advantages, rollout.mask, clip_eps_low=algo.clip_eps_low,
+                                clip_eps_high=algo.clip_eps_high, ratio_level=algo.ratio_level,
+                                aggregation=algo.aggregation, ref_log_probs=ref if algo.kl_coef else None,
+                                kl_coef=algo.kl_coef, max_length=MAX_LENGTH)
+    if algo.entropy_coef:
+        mask = rollout.mask
+        loss = loss - algo.entropy_coef * (scores.entropy * mask).sum() / mask.sum()
+    loss.backward()
+    assert 0 < metrics["clip_frac_low"] + metrics["clip_frac_high"] < 1  # the clip is active on some tokens
+
+    torch.testing.assert_close(trl_loss.detach(), loss.detach(), atol=1e-5, rtol=1e-5)
+    trl_grads = dict(trainer.model.named_parameters())
+    for param_name, p in policy.model.named_parameters():
+        torch.testing.assert_close(trl_grads[param_name].grad, p.grad, atol=1e-5, rtol=1e-4, msg=param_name)
+
+
+def test_trl_advantages_are_compute_deltas_with_its_epsilon(model_dir, tmp_path):
+    """TRL's own step: rewards from a reward function, advantages as TRL computes them."""
+    from trl import GRPOTrainer
+
+    seen = []
+
+    def reward(completions, **kwargs):
+        values = [float(len(c) % 3) + 0.5 * float("1" in c) for c in completions]
+        seen.append(values)
+        return values
+
+    algo = ALGORITHMS["grpo"].with_(entropy_coef=0.0, kl_coef=0.0)
+    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=[reward], args=_config(tmp_path, algo),
+                          train_dataset=datasets.Dataset.from_dict({"prompt": PROMPTS}),
+                          processing_class=load_policy(model_dir).tokenizer)
+    inputs = trainer._generate_and_score_completions([{"prompt": p} for p in PROMPTS for _ in range(GROUP)])
+    rewards = torch.tensor(seen[-1]).reshape(len(PROMPTS), GROUP)
+    assert rewards.std(dim=1).min() > 0 or rewards.std(dim=1).max() > 0
+    expected = compute_deltas(rewards, "normalized_rewards", eps=TRL_ADVANTAGE_EPS).reshape(-1)
+    torch.testing.assert_close(inputs["advantages"], expected, atol=1e-6, rtol=1e-6)
+
+
+def test_trl_dapo_over_micro_batches_is_token_mean_of_the_whole_batch(model_dir, batch, tmp_path):
+    """TRL's loss_type "dapo" normalises each micro-batch by the whole generation batch's token count
+    (num_items_in_batch): over two micro-batches its losses and gradients add up to minirl's token_mean."""
+    from trl import GRPOTrainer
+
+    algo = _variant("dapo")
+    rollout, old, _, advantages = batch
+    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=[lambda completions, **kw: [0.0] * len(completions)],
+                          args=_config(tmp_path, algo, loss_type="dapo", gradient_accumulation_steps=2),
+                          train_dataset=datasets.Dataset.from_dict({"prompt": PROMPTS}),
+                          processing_class=load_policy(model_dir).tokenizer)
+    trainer.model.train()  # train mode: TRL scales by gradient_accumulation_steps / steps_per_generation
+    trainer.current_gradient_accumulation_steps = 2
+    assert trainer.args.steps_per_generation == 2
+    policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
+
+    inputs = trl_loss_inputs(policy, PROMPTS, rollout, advantages, old)
+    n_rows = inputs["advantages"].shape[0]
+    halves = [slice(0, n_rows // 2), slice(n_rows // 2, n_rows)]
+    trl_total = 0.0
+    for rows in halves:
+        part = {k: (v if k == "num_items_in_batch" else v[rows]) for k, v in inputs.items()}
+        loss = trainer.compute_loss(trainer.model, part)
+        loss.backward()
+        trl_total += loss.item()
+
+    scores = policy.score(PROMPTS, rollout, temperature=TEMPERATURE)
+    loss, _ = policy_loss(scores.log_probs, old, advantages, rollout.mask, clip_eps_low=algo.clip_eps_low,
+                          clip_eps_high=algo.clip_eps_high, aggregation="token_mean")
+    loss.backward()
+    assert abs(trl_total - loss.item()) < 1e-5
+    trl_grads = dict(trainer.model.named_parameters())
+    for param_name, p in policy.model.named_parameters():
+        torch.testing.assert_close(trl_grads[param_name].grad, p.grad, atol=1e-5, rtol=1e-4, msg=param_name)
