@@ -35,7 +35,8 @@ from einops import rearrange
 from minirl.algorithms import AlgoConfig, get_algorithm
 from minirl.protocols import Rollout
 
-__all__ = ["KNOBS", "LOSS_TYPES", "TRL_ADVANTAGE_EPS", "grpo_config_kwargs", "knob_table", "trl_loss_inputs"]
+__all__ = ["KNOBS", "LOSS_TYPES", "TRL_ADVANTAGE_EPS", "grpo_config_kwargs", "knob_table", "text_task_dataset",
+           "text_task_reward", "trl_loss_inputs"]
 
 # TRL's advantage: (r − mean_group r) / (std_group r + 1e-4), std with Bessel's correction (as torch.std).
 TRL_ADVANTAGE_EPS = 1e-4
@@ -168,3 +169,30 @@ def trl_loss_inputs(
     if ref_log_probs is not None:
         inputs["ref_per_token_logps"] = rearrange(ref_log_probs, rows).detach()
     return inputs
+
+
+def text_task_dataset(task, n: int, seed: int = 0):
+    """``n`` training prompts of a text task (``toy_envs.text_tasks``) as a ``datasets.Dataset`` for TRL:
+    a ``prompt`` column of chats (TRL applies the chat template) and a ``numbers`` column (the problem,
+    which TRL hands to the reward function)."""
+    from datasets import Dataset
+
+    prompts = task.sample_prompts(n, torch.Generator().manual_seed(seed))
+    return Dataset.from_dict({"prompt": [list(p.messages) for p in prompts],
+                              "numbers": [list(p.numbers) for p in prompts]})
+
+
+def text_task_reward(task):
+    """The task's reward as a TRL reward function: ``f(completions, numbers, **kwargs) -> [float]``.
+
+    TRL calls it with the completions (chats ``[{"role": "assistant", "content": ...}]`` for chat
+    prompts, strings otherwise) and the dataset's ``numbers`` column; it scores them with
+    ``task.rewards``, as minirl's loop does.
+    """
+    def reward(completions, numbers, **kwargs) -> list[float]:
+        texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
+        prompts = [task.prompt(problem) for problem in numbers]
+        return [float(r) for r in task.rewards(prompts, [[text] for text in texts])[:, 0]]
+
+    reward.__name__ = f"{type(task).__name__}_reward"
+    return reward

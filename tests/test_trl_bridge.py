@@ -42,3 +42,16 @@ def test_grpo_config_kwargs_refuses_what_trl_lacks(algo, words):
         grpo_config_kwargs(ALGORITHMS[algo], 8)
     with pytest.raises(ValueError, match="max_length"):
         grpo_config_kwargs("grpo", 0)
+
+
+def test_text_task_reward_scores_trl_completions_like_the_task():
+    from minirl.trl_bridge import text_task_reward
+    from toy_envs.text_tasks import TextSortTask
+
+    task = TextSortTask(n_numbers=3, max_value=9, few_shot=1)
+    reward = text_task_reward(task)
+    numbers = [[3, 1, 2], [9, 0, 4], [5, 5, 1]]
+    chats = [[{"role": "assistant", "content": text}] for text in ("1, 2, 3", "9, 0, 4", "it is 1 5 5")]
+    expected = [task.max_reward, task.format_weight, 0.0]  # right; the asked form only; malformed
+    assert reward(completions=chats, numbers=numbers, prompts=None) == pytest.approx(expected)
+    assert reward(completions=["1, 2, 3"], numbers=[[2, 3, 1]]) == pytest.approx([task.max_reward])

@@ -185,3 +185,17 @@ def test_trl_dapo_over_micro_batches_is_token_mean_of_the_whole_batch(model_dir,
     trl_grads = dict(trainer.model.named_parameters())
     for param_name, p in policy.model.named_parameters():
         torch.testing.assert_close(trl_grads[param_name].grad, p.grad, atol=1e-5, rtol=1e-4, msg=param_name)
+
+
+def test_launch_script_runs_single_process(tmp_path):
+    """scripts/trl_grpo.py, the script `accelerate launch` runs on many GPUs, in one process on the tiny model."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[1] / "scripts" / "trl_grpo.py"
+    result = subprocess.run([sys.executable, str(script), "--model", "tiny", "--steps", "2", "--eval-prompts", "4",
+                             "--output-dir", str(tmp_path)], capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "2 steps in" in result.stdout and "held-out greedy accuracy" in result.stdout
