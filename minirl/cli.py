@@ -6,7 +6,7 @@
     minirl compare --task variable_sorting --length 4 --algos grpo,dapo,dr_grpo --seeds 3 --plot lengths.png
     minirl train   --task text_sort --model smollm2-135m --algo grpo --steps 40 --plot smollm2.png
     minirl train   --task text_sort --model tiny --plot tiny_lm.png
-    minirl bench   [--lm]
+    minirl bench   [--lm | --trl]
 """
 
 from __future__ import annotations
@@ -234,6 +234,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     from minirl.bench import run_benchmark
 
+    if args.trl:
+        from minirl.bench_trl import run_trl_benchmark
+
+        return run_trl_benchmark(quick=args.quick)
     if args.lm:
         from minirl.bench_lm import run_lm_benchmark
 
@@ -295,6 +299,8 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--lm", action="store_true",
                          help="the language-model benchmark: the tiny model's speed, SmolLM2 before/after GRPO")
     p_bench.add_argument("--minutes", type=float, default=20.0, help="--lm: SmolLM2's training budget")
+    p_bench.add_argument("--trl", action="store_true",
+                         help="minirl and TRL's GRPOTrainer side by side on the same run (needs the trl extra)")
     p_bench.set_defaults(func=cmd_bench)
     return parser
 

@@ -199,3 +199,18 @@ def test_launch_script_runs_single_process(tmp_path):
                             env={**os.environ, "OMP_NUM_THREADS": "1"})
     assert result.returncode == 0, result.stderr[-3000:]
     assert "2 steps in" in result.stdout and "held-out greedy accuracy" in result.stdout
+
+
+def test_bench_trl_quick_prints_the_side_by_side_table():
+    import contextlib
+    import io
+
+    from minirl.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["bench", "--trl", "--quick"]) == 0
+    text = out.getvalue()
+    for row in ("seconds per step", "response tokens per second", "peak memory", "reward, mean of the last",
+                "held-out greedy accuracy", "TRL / minirl", "Summary"):
+        assert row in text, f"{row!r} missing from:\n{text}"
