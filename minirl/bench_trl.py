@@ -82,7 +82,7 @@ def _trl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     """TRL's ``GRPOTrainer`` from the weights in ``folder`` (in a fresh process)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    from transformers import AutoModelForCausalLM, PrinterCallback
+    from transformers import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
     from minirl.lm import CausalLMPolicy, load_policy
@@ -92,9 +92,8 @@ def _trl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     if s["threads"]:
         torch.set_num_threads(s["threads"])
     task = _task()
-    tokenizer = load_policy(folder).tokenizer
-    model = AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32)
-    CausalLMPolicy(model, tokenizer).train_top_layers(s["trainable_layers"])  # the same weights train
+    loaded = load_policy(folder).train_top_layers(s["trainable_layers"])  # float32; the same weights train
+    model, tokenizer = loaded.model, loaded.tokenizer
     batch = s["prompts_per_step"] * s["group_size"]
     config = GRPOConfig(
         output_dir=tempfile.mkdtemp(prefix="minirl_trl_bench_"), report_to="none", save_strategy="no", seed=seed,
