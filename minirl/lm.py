@@ -444,7 +444,8 @@ class CausalLMPolicy(nn.Module):
             **generate_kwargs,
         }
         with torch.no_grad(), self._fork_rng(), self._autocast():
-            n_prefix, laid_ids, laid_mask = common_prefix_layout(input_ids, attention_mask)
+            n_prefix, laid_ids, laid_mask = (common_prefix_layout(input_ids, attention_mask)
+                                              if self.share_prompt_cache else (0, input_ids, attention_mask))
             if self.share_prompt_cache and (group_size > 1 or n_prefix > 0) \
                     and int(attention_mask.sum(dim=1).min()) > 1:
                 # generate would run every prompt group_size times, and the batch's common prefix batch x
