@@ -16,9 +16,8 @@ import time
 
 import torch
 
-from minirl.lm_train import RUN_DEFAULTS, lm_algorithm, make_lm_policy, model_kind, sft_warm_start
+from minirl.lm_train import RUN_DEFAULTS, lm_algorithm, make_lm_policy, model_kind, recipe_task, sft_warm_start
 from minirl.train import TrainConfig, evaluate, train
-from toy_envs.text_tasks import TextSortTask
 
 __all__ = ["run_lm_benchmark"]
 
@@ -74,20 +73,21 @@ def run_lm_benchmark(quick: bool = False, minutes: float = 20.0) -> int:
     """Run both parts; returns 0 when the targets are met (always 0 with ``quick``)."""
     tiny = RUN_DEFAULTS["tiny"]
     small = {**tiny, "sft_steps": 10, "prompts_per_step": 4, "group_size": 4} if quick else tiny
-    task = TextSortTask(n_numbers=3, max_value=9, few_shot=tiny["few_shot"])
+    task = recipe_task("tiny")
     _, h_tiny, f_tiny = _run("tiny", task, small, 3 if quick else tiny["steps"], None, 20 if quick else HELD_OUT)
     _report(f"1. Tiny model (~1M parameters), text sorting of 3 numbers 0-9: {small['sft_steps']} supervised steps, "
             f"then GRPO (target: >= 95% held-out greedy accuracy)", h_tiny, f_tiny)
 
-    pre = RUN_DEFAULTS[model_kind("smollm2-135m")]   # the GPU recipe when CUDA is available
+    kind = model_kind("smollm2-135m")                # the GPU recipe when CUDA is available
+    pre = RUN_DEFAULTS[kind]
     run = {**pre, "prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8} if quick else pre
-    task3 = TextSortTask(n_numbers=3, max_value=9, few_shot=pre["few_shot"], system=pre["system"])
+    task3 = recipe_task(kind)
     # The recipe's steps (its cosine schedule decays to 0 at the last), stopped early at the time budget.
     steps, budget, n_eval = (2, None, 4) if quick else (pre["steps"], 60.0 * minutes, HELD_OUT)
     policy, h_smol, f_smol = _run("smollm2-135m", task3, run, steps, budget, n_eval)
     _report(f"2. SmolLM2-135M-Instruct, text sorting of 3 numbers 0-9, {pre['few_shot']}-shot prompt, GRPO for at "
             f"most {minutes:.0f} min (target: >= 90% held-out greedy accuracy)", h_smol, f_smol)
-    task4 = TextSortTask(n_numbers=4, max_value=9, few_shot=pre["few_shot"], system=pre["system"])
+    task4 = recipe_task(kind, n_numbers=4)
     del policy
     base4 = _greedy(make_lm_policy("smollm2-135m", max_new_tokens=run["max_new_tokens"] + 3), task4, n_eval)
     print(f"  4 numbers, the base model: held-out greedy accuracy {base4[0]:.1%} (form {base4[1]:.0%})")

@@ -44,34 +44,36 @@ LAST = 5  # the reward compared is the mean of the last LAST steps
 
 
 def _task():
-    from toy_envs.text_tasks import TextSortTask
+    from minirl.lm_train import recipe_task
 
-    return TextSortTask(n_numbers=3, max_value=9, few_shot=1, system="You sort numbers.")
+    return recipe_task("pretrained")  # the CPU recipe's prompt: one worked example, a short system message
 
 
 def _peak_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def _algo():
+def _config(s: dict[str, Any], seed: int):
+    """The one ``TrainConfig`` both sides run (TRL's through ``grpo_trainer``)."""
     from minirl.lm_train import lm_algorithm
+    from minirl.train import TrainConfig
 
-    return lm_algorithm("grpo", kl_coef=0.0)
+    return TrainConfig(task=_task(), algo=lm_algorithm("grpo", kl_coef=0.0), steps=s["steps"],
+                       prompts_per_step=s["prompts_per_step"], group_size=s["group_size"],
+                       learning_rate=s["learning_rate"], lr_schedule="cosine", max_grad_norm=1.0, eval_every=0,
+                       eval_prompts=s["eval_prompts"], eval_sampled=False, threads=s["threads"], seed=seed,
+                       progress=False)
 
 
 def _minirl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     """minirl's ``train`` from the weights in ``folder`` (in a fresh process)."""
     from minirl.lm import load_policy
-    from minirl.train import TrainConfig, train
+    from minirl.train import train
 
     if s["threads"]:
         torch.set_num_threads(s["threads"])
     policy = load_policy(folder, max_new_tokens=s["max_new_tokens"]).train_top_layers(s["trainable_layers"])
-    config = TrainConfig(task=_task(), algo=_algo(), steps=s["steps"], prompts_per_step=s["prompts_per_step"],
-                         group_size=s["group_size"], learning_rate=s["learning_rate"], lr_schedule="cosine",
-                         max_grad_norm=1.0, eval_every=0, eval_prompts=s["eval_prompts"], eval_sampled=False,
-                         threads=s["threads"], seed=seed, progress=False)
-    _, history = train(config, policy)
+    _, history = train(_config(s, seed), policy)
     seconds = float(history["wall_time"][-1])
     tokens = float(history["response_length"].sum()) * s["prompts_per_step"] * s["group_size"]
     return {"s_per_step": seconds / s["steps"], "tokens_per_s": tokens / seconds, "peak_gb": _peak_gb(),
@@ -81,40 +83,25 @@ def _minirl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
 def _trl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     """TRL's ``GRPOTrainer`` from the weights in ``folder`` (in a fresh process)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
-    from transformers import PrinterCallback
-    from trl import GRPOConfig, GRPOTrainer
-
     from minirl.lm import CausalLMPolicy, load_policy
     from minirl.train import evaluate
-    from minirl.trl_bridge import grpo_config_kwargs, text_task_dataset, text_task_reward
+    from minirl.trl_bridge import grpo_trainer, trl_history
 
     if s["threads"]:
         torch.set_num_threads(s["threads"])
-    task = _task()
     loaded = load_policy(folder).train_top_layers(s["trainable_layers"])  # float32; the same weights train
-    model, tokenizer = loaded.model, loaded.tokenizer
-    batch = s["prompts_per_step"] * s["group_size"]
-    config = GRPOConfig(
-        output_dir=tempfile.mkdtemp(prefix="minirl_trl_bench_"), report_to="none", save_strategy="no", seed=seed,
-        logging_steps=1, disable_tqdm=True, bf16=False, activation_checkpointing=False,
-        use_cpu=not torch.cuda.is_available(), per_device_train_batch_size=batch, num_generations=s["group_size"],
-        max_steps=s["steps"], learning_rate=s["learning_rate"], lr_scheduler_type="cosine", weight_decay=0.0,
-        max_grad_norm=1.0, temperature=1.0, top_k=0, top_p=1.0, **grpo_config_kwargs(_algo(), s["max_new_tokens"]))
-    trainer = GRPOTrainer(model=model, reward_funcs=[text_task_reward(task)], args=config,
-                          train_dataset=text_task_dataset(task, s["prompts_per_step"] * s["steps"], seed=seed),
-                          processing_class=tokenizer)
-    trainer.remove_callback(PrinterCallback)  # no log line per step
+    config = _config(s, seed)
+    trainer = grpo_trainer(config, loaded.model, loaded.tokenizer, s["max_new_tokens"])
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
-    logs = [log for log in trainer.state.log_history if "reward" in log]
-    tokens = sum(log["completions/mean_length"] for log in logs) * batch
-    policy = CausalLMPolicy(trainer.model.eval(), tokenizer, max_new_tokens=s["max_new_tokens"])
-    accuracy = evaluate(policy, task, s["eval_prompts"], torch.Generator().manual_seed(10_000 + seed),
+    history = trl_history(trainer)
+    tokens = float(history["response_length"].sum()) * s["prompts_per_step"] * s["group_size"]
+    policy = CausalLMPolicy(trainer.model.eval(), loaded.tokenizer, max_new_tokens=s["max_new_tokens"])
+    accuracy = evaluate(policy, config.task, s["eval_prompts"], torch.Generator().manual_seed(10_000 + seed),
                         sampled=False)["greedy_exact"]
     return {"s_per_step": seconds / s["steps"], "tokens_per_s": tokens / seconds, "peak_gb": _peak_gb(),
-            "reward": sum(log["reward"] for log in logs[-LAST:]) / len(logs[-LAST:]), "accuracy": accuracy}
+            "reward": float(history["reward"][-LAST:].mean()), "accuracy": accuracy}
 
 
 def _in_own_process(fn, *args) -> dict[str, float]:

@@ -32,7 +32,8 @@ from minirl.history import History
 from minirl.losses import sft_loss
 from minirl.utils import check_positive_ints, torch_threads
 
-__all__ = ["LM_CHANGES", "RUN_DEFAULTS", "lm_algorithm", "make_lm_policy", "model_kind", "sft_warm_start"]
+__all__ = ["LM_CHANGES", "RUN_DEFAULTS", "lm_algorithm", "make_lm_policy", "model_kind", "recipe_task",
+           "sft_warm_start"]
 
 LM_CHANGES = {"entropy_coef": 0.0, "inner_epochs": 1, "kl_coef": 0.02, "ref_refresh_every": None}
 
@@ -105,6 +106,17 @@ RUN_DEFAULTS: dict[str, dict[str, Any]] = {
                             sft_steps=0, sft_learning_rate=1e-5, few_shot=1, system="You sort numbers.",
                             eval_prompts=200, eval_every=5, threads=None, trainable_layers=None, kl_coef=0.02),
 }
+
+
+def recipe_task(kind: str = "pretrained", n_numbers: int = 3, max_value: int = 9):
+    """The text-sorting task with the prompt of ``RUN_DEFAULTS[kind]`` (its worked examples and system
+    message): sort ``n_numbers`` numbers from 0 to ``max_value``."""
+    from toy_envs.text_tasks import TextSortTask
+
+    if kind not in RUN_DEFAULTS:
+        raise ValueError(f"kind must be one of {sorted(RUN_DEFAULTS)}; got {kind!r}")
+    run = RUN_DEFAULTS[kind]
+    return TextSortTask(n_numbers=n_numbers, max_value=max_value, few_shot=run["few_shot"], system=run["system"])
 
 
 def model_kind(name_or_path: str, device: str | torch.device | None = None) -> str:

@@ -8,7 +8,9 @@ other names. This module says which, in code:
 - ``grpo_config_kwargs(algo, max_length)``: the ``GRPOConfig`` fields that make TRL compute
   ``policy_loss`` with ``algo``'s knobs (it refuses the rungs TRL has no counterpart for);
 - ``trl_loss_inputs(...)``: a minirl batch (prompts, a ``Rollout``, advantages, π_old and π_ref
-  log-probs) as the ``inputs`` dict that ``GRPOTrainer.compute_loss`` takes.
+  log-probs) as the ``inputs`` dict that ``GRPOTrainer.compute_loss`` takes;
+- ``grpo_trainer(config, model, tokenizer, max_new_tokens)``: a ``GRPOTrainer`` that runs minirl's
+  ``TrainConfig`` (a text task) with TRL, and ``trl_history(trainer)``: its logs as a minirl ``History``.
 
 The tests (``tests/test_trl_parity.py``) build a ``GRPOTrainer`` around a model, hand it such a batch and
 check that TRL's own loss and gradients equal ``policy_loss``'s to 1e-5, for grpo, dapo, gspo, dr_grpo and
@@ -22,21 +24,29 @@ Two differences to know (both in ``KNOBS``):
   (``use_bias_correction_kl=True``); that changes the gradient even when the ratio is 1, so
   ``grpo_config_kwargs`` turns it off to compute minirl's β · k3.
 
-TRL is an optional dependency: ``pip install -e ".[trl]"``. Nothing here imports it.
+TRL is an optional dependency: ``pip install -e ".[trl]"``. Only ``grpo_trainer`` imports it (and
+``text_task_dataset`` imports ``datasets``, which TRL brings).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any
 
 import torch
 from einops import rearrange
 
 from minirl.algorithms import AlgoConfig, get_algorithm
+from minirl.history import History
 from minirl.protocols import Rollout
 
-__all__ = ["KNOBS", "LOSS_TYPES", "TRL_ADVANTAGE_EPS", "grpo_config_kwargs", "knob_table", "text_task_dataset",
-           "text_task_reward", "trl_loss_inputs"]
+if TYPE_CHECKING:
+    from minirl.train import TrainConfig
+
+__all__ = ["KNOBS", "LOSS_TYPES", "TRL_ADVANTAGE_EPS", "grpo_config_kwargs", "grpo_trainer", "knob_table",
+           "text_task_dataset", "text_task_reward", "trl_history", "trl_loss_inputs"]
 
 # TRL's advantage: (r − mean_group r) / (std_group r + 1e-4), std with Bessel's correction (as torch.std).
 TRL_ADVANTAGE_EPS = 1e-4
@@ -196,3 +206,75 @@ def text_task_reward(task):
 
     reward.__name__ = f"{type(task).__name__}_reward"
     return reward
+
+
+def grpo_trainer(config: TrainConfig, model, tokenizer, max_new_tokens: int, *, output_dir: str | None = None,
+                 bf16: bool = False, **overrides: Any):
+    """A TRL ``GRPOTrainer`` that runs ``config`` (a ``TrainConfig`` of a text task), knob for knob.
+
+    ``model`` is a transformers model or a folder / hub name (a name is required when the algorithm has
+    a KL term: TRL then loads π_ref from it); ``tokenizer`` renders the prompts (a ``CausalLMPolicy``'s);
+    ``max_new_tokens`` is the response budget. From ``config``: the task (its prompts as a dataset, its
+    reward as a reward function), the algorithm's knobs (``grpo_config_kwargs``), the steps, prompts per
+    step, group size, micro-batch, learning rate and schedule, gradient clipping, temperature and seed.
+    Sampling is plain (no top-k, no top-p), as minirl's. Not carried over: the evaluations (run
+    ``minirl.train.evaluate`` on ``trainer.model`` afterwards), ``max_seconds`` and ``threads`` (set
+    ``torch.set_num_threads`` yourself). ``overrides`` go to ``GRPOConfig`` last.
+    """
+    os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+    from transformers import PrinterCallback
+    from trl import GRPOConfig, GRPOTrainer
+
+    algo = get_algorithm(config.algo)
+    if config.inner_epochs is not None:
+        algo = dataclasses.replace(algo, inner_epochs=config.inner_epochs)
+    if algo.kl_coef > 0 and not isinstance(model, str | os.PathLike):
+        raise ValueError("model must be a folder or hub name when the algorithm has a KL term (kl_coef = "
+                         f"{algo.kl_coef}): TRL loads the reference model from it; got a {type(model).__name__}")
+    if config.lr_schedule not in ("constant", "cosine"):
+        raise ValueError(f"config.lr_schedule must be 'constant' or 'cosine'; got {config.lr_schedule!r}")
+    micro = config.micro_batch_size or config.prompts_per_step
+    if config.prompts_per_step % micro:
+        raise ValueError(f"config.micro_batch_size ({micro}) must divide prompts_per_step ({config.prompts_per_step})")
+    fields: dict[str, Any] = dict(
+        output_dir=output_dir or tempfile.mkdtemp(prefix="minirl_trl_"), report_to="none", save_strategy="no",
+        logging_steps=1, disable_tqdm=not config.progress, seed=config.seed, bf16=bf16,
+        activation_checkpointing=False, use_cpu=config.device == "cpu" or not torch.cuda.is_available(),
+        num_generations=config.group_size, per_device_train_batch_size=micro * config.group_size,
+        gradient_accumulation_steps=config.prompts_per_step // micro,
+        max_steps=config.steps * algo.inner_epochs,  # TRL counts gradient steps; minirl, batches of samples
+        learning_rate=config.learning_rate, lr_scheduler_type=config.lr_schedule, weight_decay=0.0,
+        max_grad_norm=config.max_grad_norm or 0.0, temperature=config.temperature, top_k=0, top_p=1.0,
+        **grpo_config_kwargs(algo, max_new_tokens))
+    fields.update(overrides)
+    trainer = GRPOTrainer(model=model, reward_funcs=[text_task_reward(config.task)], args=GRPOConfig(**fields),
+                          processing_class=tokenizer,
+                          train_dataset=text_task_dataset(config.task, config.prompts_per_step * config.steps,
+                                                          seed=config.seed))
+    trainer.remove_callback(PrinterCallback)  # no dict printed per step (the progress bar stays)
+    return trainer
+
+
+# TRL's log keys -> minirl's History metrics (the ones both loops measure).
+TRL_METRICS = {"reward": "reward", "completions/mean_length": "response_length", "entropy": "entropy",
+               "frac_reward_zero_std": "zero_variance_groups", "kl": "kl", "grad_norm": "grad_norm"}
+
+
+def trl_history(trainer, label: str = "TRL GRPOTrainer") -> History:
+    """The logs of a trained ``GRPOTrainer`` as a minirl ``History``: one record per batch of samples
+    (minirl's step, numbered from 1; TRL logs one line per gradient step, and only the first of a batch's
+    ``num_iterations`` has the rewards), with reward, response_length, entropy, zero_variance_groups, kl
+    (when β > 0), grad_norm (of the batch's first gradient step) and wall_time (seconds since training
+    began, summed from TRL's ``step_time``, at the batch's last gradient step)."""
+    history = History(label=label, seed=trainer.args.seed)
+    elapsed = 0.0
+    for log in trainer.state.log_history:
+        if "step_time" not in log:  # the summary line at the end of training
+            continue
+        elapsed += log["step_time"]
+        if "reward" in log:  # the first gradient step on a new batch of samples
+            history.log(step=len(history) + 1, wall_time=elapsed,
+                        **{mine: log[theirs] for theirs, mine in TRL_METRICS.items() if theirs in log})
+        elif history.records:
+            history.records[-1]["wall_time"] = elapsed
+    return history

@@ -1,8 +1,8 @@
 """GRPO on the text-sorting task with TRL's GRPOTrainer: one process here, many GPUs with accelerate.
 
-The same task, reward and knobs as ``minirl train --task text_sort`` (``minirl.trl_bridge`` maps them),
-trained by TRL instead of minirl's loop. Then the held-out greedy accuracy, measured by minirl's
-``evaluate`` on the trained model.
+The same task, reward and knobs as ``minirl train --task text_sort`` (a minirl ``TrainConfig``, which
+``minirl.trl_bridge.grpo_trainer`` turns into a ``GRPOTrainer``), trained by TRL instead of minirl's loop.
+Then the held-out greedy accuracy, measured by minirl's ``evaluate`` on the trained model.
 
 One process (what CI runs, on the tiny model)::
 
@@ -30,7 +30,7 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 
 def model_folder(name: str, out: Path) -> str:
-    """A folder (or hub name) that GRPOTrainer can load: TRL loads the model itself, from a path."""
+    """A folder (or hub name) that GRPOTrainer can load: with a KL term TRL loads π_ref from it too."""
     from minirl.lm import SMOLLM2_ALIAS, load_policy, make_tiny_lm, smollm2_cache_dir
 
     if name == "tiny":
@@ -59,37 +59,30 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--output-dir", default=None, help="checkpoints and logs (default: a temporary folder)")
     args = p.parse_args(argv)
 
-    import torch
-    from trl import GRPOConfig, GRPOTrainer
+    from transformers import AutoTokenizer
 
-    from minirl.lm import CausalLMPolicy, load_policy
-    from minirl.lm_train import lm_algorithm
-    from minirl.train import evaluate
-    from minirl.trl_bridge import grpo_config_kwargs, text_task_dataset, text_task_reward
-    from toy_envs.text_tasks import TextSortTask
+    from minirl.lm import CausalLMPolicy
+    from minirl.lm_train import lm_algorithm, recipe_task
+    from minirl.train import TrainConfig, evaluate
+    from minirl.trl_bridge import grpo_trainer, trl_history
 
     out = Path(args.output_dir or tempfile.mkdtemp(prefix="trl_grpo_"))
-    task = TextSortTask(n_numbers=3, max_value=9, few_shot=1, system="You sort numbers.")
-    algo = lm_algorithm(args.algo, kl_coef=args.kl_coef, entropy_coef=0.0)
-    batch = args.prompts_per_step * args.group_size
-    config = GRPOConfig(
-        output_dir=str(out / "trl"), report_to="none", save_strategy="no", seed=args.seed, logging_steps=1,
-        bf16=args.bf16, activation_checkpointing=False, use_cpu=not torch.cuda.is_available(),
-        per_device_train_batch_size=batch, num_generations=args.group_size, max_steps=args.steps,
-        learning_rate=args.learning_rate, lr_scheduler_type="cosine", max_grad_norm=1.0, temperature=1.0,
-        top_k=0, top_p=1.0, disable_tqdm=False, **grpo_config_kwargs(algo, args.max_new_tokens))
+    config = TrainConfig(task=recipe_task("pretrained"), algo=lm_algorithm(args.algo, kl_coef=args.kl_coef,
+                                                                           entropy_coef=0.0),
+                         steps=args.steps, prompts_per_step=args.prompts_per_step, group_size=args.group_size,
+                         learning_rate=args.learning_rate, lr_schedule="cosine", max_grad_norm=1.0,
+                         eval_prompts=args.eval_prompts, seed=args.seed, progress=True)
     folder = model_folder(args.model, out)
-    tokenizer = load_policy(folder).tokenizer
-    trainer = GRPOTrainer(model=folder, reward_funcs=[text_task_reward(task)], args=config,
-                          train_dataset=text_task_dataset(task, batch * args.steps, seed=args.seed),
-                          processing_class=tokenizer)
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    trainer = grpo_trainer(config, folder, tokenizer, args.max_new_tokens, output_dir=str(out / "trl"),
+                           bf16=args.bf16)
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
     if trainer.accelerator.is_main_process:
         policy = CausalLMPolicy(trainer.model.eval(), tokenizer, max_new_tokens=args.max_new_tokens)
-        accuracy = evaluate(policy, task, args.eval_prompts, sampled=False)["greedy_exact"]
-        rewards = [log["reward"] for log in trainer.state.log_history if "reward" in log]
+        accuracy = evaluate(policy, config.task, args.eval_prompts, sampled=False)["greedy_exact"]
+        rewards = trl_history(trainer)["reward"]
         print(f"TRL GRPOTrainer, {args.model}, {args.algo}: {args.steps} steps in {seconds:.1f} s "
               f"({seconds / args.steps:.2f} s/step); reward {rewards[0]:.3f} -> {rewards[-1]:.3f}; "
               f"held-out greedy accuracy {accuracy:.1%} on {args.eval_prompts} prompts")

@@ -187,6 +187,37 @@ def test_trl_dapo_over_micro_batches_is_token_mean_of_the_whole_batch(model_dir,
         torch.testing.assert_close(trl_grads[param_name].grad, p.grad, atol=1e-5, rtol=1e-4, msg=param_name)
 
 
+def test_grpo_trainer_carries_the_train_config_over(tmp_path, model_dir):
+    """grpo_trainer: TrainConfig's knobs land in GRPOConfig; trl_history reads TRL's logs back per step."""
+    import dataclasses
+
+    from minirl.lm_train import lm_algorithm, recipe_task
+    from minirl.train import TrainConfig
+    from minirl.trl_bridge import grpo_trainer, trl_history
+
+    policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
+    config = TrainConfig(task=recipe_task("pretrained"), algo=lm_algorithm("dapo", kl_coef=0.0), steps=2,
+                         prompts_per_step=4, group_size=3, micro_batch_size=2, inner_epochs=2, learning_rate=2e-4,
+                         lr_schedule="constant", max_grad_norm=None,
+                         temperature=0.8, seed=3, progress=False)
+    trainer = grpo_trainer(config, policy.model, policy.tokenizer, MAX_LENGTH, output_dir=str(tmp_path))
+    a = trainer.args
+    assert (a.num_generations, a.per_device_train_batch_size, a.gradient_accumulation_steps) == (3, 6, 2)
+    # TRL counts gradient steps: 2 batches of samples x 2 inner epochs
+    assert (a.max_steps, a.num_iterations, a.learning_rate, a.lr_scheduler_type.value, a.max_grad_norm) == (
+        4, 2, 2e-4, "constant", 0.0)
+    assert (a.temperature, a.top_k, a.seed, a.loss_type, a.epsilon_high) == (0.8, 0, 3, "bnpo", 0.28)
+    assert len(trainer.train_dataset) == 8 and set(trainer.train_dataset.column_names) == {"prompt", "numbers"}
+    trainer.train()
+    history = trl_history(trainer)
+    assert list(history.steps) == [1.0, 2.0]
+    assert {"reward", "response_length", "entropy", "zero_variance_groups", "wall_time"} <= set(history.metrics)
+    assert all(0 < n <= MAX_LENGTH for n in history["response_length"])
+    assert 0 < history["wall_time"][0] < history["wall_time"][1]
+    with pytest.raises(ValueError, match="folder or hub name"):
+        grpo_trainer(dataclasses.replace(config, algo="grpo"), policy.model, policy.tokenizer, MAX_LENGTH)
+
+
 def test_launch_script_runs_single_process(tmp_path):
     """scripts/trl_grpo.py, the script `accelerate launch` runs on many GPUs, in one process on the tiny model."""
     import subprocess
