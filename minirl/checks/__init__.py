@@ -16,5 +16,6 @@ from minirl.checks.maze import *  # noqa: F403
 from minirl.checks.maze_pg import *  # noqa: F403
 from minirl.checks.preferences import *  # noqa: F403
 from minirl.checks.pretrained import *  # noqa: F403
+from minirl.checks.trl import *  # noqa: F403
 
 __all__ = sorted({*_core_all, "tiny_forward", *(name for name in dict(globals()) if name.startswith("check_"))})
