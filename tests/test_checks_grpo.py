@@ -149,11 +149,13 @@ def seq_mean_no_clamp(x, m, max_length):
     (agg_with(constant=lambda x, m, L: minirl.aggregate(x, m, "sequence_mean")), ["must not use the real lengths"]),
     (agg_with(constant=lambda x, m, L: minirl.aggregate(x, m, "token_mean")), ["not by the number of real tokens"]),
     (agg_with(constant=lambda x, m, L: minirl.aggregate(x, m, "constant")), ["ignored max_length"]),
+    (agg_with(constant=lambda x, m, L: (x * m).sum() / (x.shape[0] * x.shape[1] * (L or m.sum(-1).max()))),
+     ["longest REAL response", "position axis"]),
     (agg_with(sequence_mean=seq_mean_no_clamp), ["not NaN", "clamp"]),
     (agg_with(sequence_mean=lambda x, m, L: ((x * m).sum(-1) / m.sum(-1).clamp(min=1)).mean().item()),
      ["torch.Tensor"]),
 ], ids=["no-mask", "seq-full-length", "seq-is-token", "token-per-seq", "token-all-positions", "const-real-length",
-        "const-real-tokens", "const-no-max-length", "empty-row-nan", "item"])
+        "const-real-tokens", "const-no-max-length", "const-longest-real", "empty-row-nan", "item"])
 def test_masked_aggregate_mistakes(wrong, keywords, capsys):
     caught(check_masked_aggregate, wrong, capsys, *keywords)
 
@@ -162,6 +164,9 @@ def test_aggregate_constants_match_the_reference():
     x, m = torch.tensor(grpo_checks.AGG_PER_TOKEN), torch.tensor(grpo_checks.AGG_MASK)
     for (aggregation, max_length), value in grpo_checks.AGG_EXPECTED.items():
         assert minirl.aggregate(x, m, aggregation, max_length).item() == pytest.approx(value)
+    short = minirl.aggregate(torch.tensor(grpo_checks.AGG_SHORT_PER_TOKEN), torch.tensor(grpo_checks.AGG_SHORT_MASK),
+                             "constant")
+    assert short.item() == pytest.approx(grpo_checks.AGG_SHORT_CONSTANT)
 
 
 # ---- clipped_policy_loss ---------------------------------------------------------------------------

@@ -191,7 +191,7 @@ def mc_with_env(maze, policy, n_episodes, rng, *, sample="policy", stop=True, bu
                     break
     se = {"se": returns.std(ddof=1) / np.sqrt(n_episodes), "std": returns.std(ddof=1),
           "var": returns.var(ddof=1), "var_n": returns.var(ddof=1) / n_episodes,
-          "std_n": returns.std(ddof=1) / n_episodes}[spread]
+          "std_n": returns.std(ddof=1) / n_episodes, "ddof0": returns.std() / np.sqrt(n_episodes)}[spread]
     return returns.mean(), se
 
 
@@ -211,7 +211,7 @@ def mc_gym(maze, policy, n_episodes, rng):
 def test_monte_carlo_correct_versions_pass(capsys):
     assert run(check_monte_carlo_estimate, mc_gym, capsys)[0] is True
     assert run(check_monte_carlo_estimate, mc_with_env, capsys)[0] is True
-    # the population std (ddof=0) is fine too, and so is a 0-d array
+    # a 0-d array is fine too
     assert run(check_monte_carlo_estimate, lambda *a: tuple(np.asarray(x) for x in
                                                               reference_monte_carlo_estimate(*a)), capsys)[0]
 
@@ -227,6 +227,7 @@ def test_monte_carlo_correct_versions_pass(capsys):
     (dict(spread="var"), ["variance"]),
     (dict(spread="var_n"), ["square root"]),
     (dict(spread="std_n"), ["not by n_episodes"]),
+    (dict(spread="ddof0"), ["ddof=0", "n − 1"]),
     (dict(sample="global"), ["did not draw from the rng"]),
 ])
 def test_monte_carlo_mistakes(knobs, keywords, capsys):

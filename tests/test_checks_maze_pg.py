@@ -16,6 +16,7 @@ from minirl.checks import (
     reference_reinforce_loss,
     use_reference,
 )
+from minirl.checks import maze_pg as maze_pg_checks
 from minirl.checks.maze_pg import GAE_HAND_CASES, LOSS_HAND_VALUE, RETURNS_HAND_CASES
 from minirl.losses import policy_loss
 
@@ -39,6 +40,9 @@ def test_hand_constants_agree_with_the_references():
     adv = torch.tensor([[2.0, 2.0, 4.0], [-1.0, -1.0, 3.0]])
     mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
     assert reference_reinforce_loss(lp, adv, mask).item() == pytest.approx(LOSS_HAND_VALUE)
+    short = [torch.tensor(x) for x in (maze_pg_checks.LOSS_SHORT_LOG_PROBS, maze_pg_checks.LOSS_SHORT_ADVANTAGES,
+                                       maze_pg_checks.LOSS_SHORT_MASK)]
+    assert reference_reinforce_loss(*short).item() == pytest.approx(maze_pg_checks.LOSS_SHORT_VALUE)
 
 
 def test_reference_loss_has_the_library_gradient():
@@ -181,6 +185,8 @@ def no_grad_loss(lp, adv, mask):
     (lambda lp, a, m: -((m * a.detach() * lp).sum(1) / m.sum(1)).mean(), ["sequence mean", "N·T"]),
     (lambda lp, a, m: -(m * a.detach() * lp).sum(), ["without normalising"]),
     (lambda lp, a, m: -(m * a.detach() * lp).sum() / lp.shape[0], ["number of episodes only"]),
+    (lambda lp, a, m: -(m * a.detach() * lp).sum() / (lp.shape[0] * m.sum(1).max()), ["longest REAL episode",
+                                                                                      "step budget"]),
     (ratio_form, ["ratio form", "log-prob form"]),
     (lambda lp, a, m: -(m * a.detach() * lp).mean().item(), ["torch.Tensor", ".item()"]),
     (lambda lp, a, m: -(m * a.detach() * lp), ["single number", "per-step terms"]),

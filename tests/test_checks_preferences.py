@@ -229,10 +229,19 @@ def test_dpo_mistakes(wrong, keywords, capsys):
     caught(check_dpo_loss, wrong, capsys, *keywords)
 
 
-def test_dpo_undetached_rewards_and_softplus_form_are_accepted(capsys):
+def dpo_rewards_not_detached(pc, pr, rc, rr, beta):
+    chosen, rejected = beta * (pc - rc), beta * (pr - rr)
+    return -F.logsigmoid(chosen - rejected).mean(), chosen, rejected
+
+
+def test_dpo_rewards_must_be_detached_as_the_text_says(capsys):
+    caught(check_dpo_loss, dpo_rewards_not_detached, capsys, "chosen_rewards", "detached", "chosen.detach()")
+
+
+def test_dpo_softplus_form_is_accepted(capsys):
     def softplus_form(pc, pr, rc, rr, beta):
         chosen, rejected = beta * (pc - rc), beta * (pr - rr)
-        return F.softplus(rejected - chosen).mean(), chosen, rejected
+        return F.softplus(rejected - chosen).mean(), chosen.detach(), rejected.detach()
 
     assert run(check_dpo_loss, softplus_form, capsys)[0]
     assert run(check_dpo_loss, lambda *a: list(prefs.dpo_loss(*a)), capsys)[0]

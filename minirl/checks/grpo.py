@@ -218,6 +218,10 @@ AGG_EXPECTED = {
     ("constant", None): 1.1,           # (6 + 5) / (2 responses · 5 positions)
     ("constant", 8): 11.0 / 16.0,      # (6 + 5) / (2 · max_length 8)
 }
+# No response fills the position axis (real lengths 2 and 3 of 5): "constant" still divides by 2 · 5.
+AGG_SHORT_PER_TOKEN = [[[4.0, 2.0, 9.0, 9.0, 9.0], [1.0, 2.0, 3.0, 9.0, 9.0]]]
+AGG_SHORT_MASK = [[[1.0, 1.0, 0.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0, 0.0]]]
+AGG_SHORT_CONSTANT = 12.0 / 10.0      # (6 + 6) / (2 responses · 5 positions)
 
 
 def _aggregate_mistakes(x: torch.Tensor, m: torch.Tensor, aggregation: str,
@@ -256,6 +260,9 @@ def _aggregate_mistakes(x: torch.Tensor, m: torch.Tensor, aggregation: str,
         (masked.sum() / (n_seq * pos), f"you ignored max_length (called with max_length={max_length}); divide by "
                                        "N_responses · max_length"),
         (masked.sum() / pos, "divide by N_responses · max_length: you left out the number of responses"),
+        (masked.sum() / (n_seq * m.sum(-1).max()), "you divided by the longest REAL response (mask.sum(-1).max()); "
+                                                   "constant divides by the position axis (pos), or max_length when "
+                                                   "given, whatever the real lengths are"),
         *common,
     ]
 
@@ -282,10 +289,13 @@ def check_masked_aggregate(c: Check, fn: Callable) -> None:
     """Check ``masked_aggregate(per_token, mask, aggregation, max_length=None) -> scalar`` for
     "sequence_mean", "token_mean", "constant" against ``minirl.aggregate``. Catches the mask ignored,
     sequence_mean divided by the full instead of the real length, token_mean averaged per response
-    first, constant using the real lengths or ignoring max_length, NaN on an all-padding response."""
+    first, constant using the real lengths, the longest real length or ignoring max_length, NaN on an
+    all-padding response."""
     x, m = torch.tensor(AGG_PER_TOKEN), torch.tensor(AGG_MASK)
     for (aggregation, max_length), value in AGG_EXPECTED.items():
         _check_aggregate_case(c, fn, x, m, aggregation, max_length, torch.tensor(value))
+    _check_aggregate_case(c, fn, torch.tensor(AGG_SHORT_PER_TOKEN), torch.tensor(AGG_SHORT_MASK), "constant", None,
+                          torch.tensor(AGG_SHORT_CONSTANT))
     gen = _generator(4)
     x = torch.randn(3, 4, 6, generator=gen)
     lengths = torch.randint(1, 7, (3, 4, 1), generator=gen)

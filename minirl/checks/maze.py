@@ -435,6 +435,28 @@ def _check_mean(c: Check, mean: float, exact: float, se: float, reward: float, n
            "move from policy[cell], stop at the goal, and average the returns")
 
 
+def _check_se_exactly(c: Check, fn: Callable, maze: Maze, pi: np.ndarray, n: int = 6) -> None:
+    """A few episodes, where ddof matters: every return is 0 or goal_reward, so the mean says how many
+    episodes succeeded, and that fixes the sample's std (ddof=1) whatever order the draws came in."""
+    for seed in range(SEED + 10, SEED + 30):
+        what = f"{n} episodes (seed {seed})"
+        mean, se = _run_mc(c, fn, maze, pi, n, np.random.default_rng(seed), what)
+        k = mean * n / maze.goal_reward
+        if abs(k - round(k)) > 1e-6 or not 0 < round(k) < n:
+            continue  # all succeeded or all failed (both std are 0); other cases check the mean
+        p = round(k) / n
+        sample = maze.goal_reward * math.sqrt(p * (1 - p) * n / (n - 1)) / math.sqrt(n)  # std(ddof=1) / sqrt(n)
+        population = maze.goal_reward * math.sqrt(p * (1 - p)) / math.sqrt(n)             # std(ddof=0) / sqrt(n)
+        if math.isclose(se, population, rel_tol=1e-6):
+            c.fail(f"{what}: standard error {_number(se)}, expected {_number(sample)} — you used std with ddof=0 "
+                   "(np.std's default, the population std); the sample std divides by n − 1: "
+                   "returns.std(ddof=1) / np.sqrt(n_episodes)")
+        c.expect(math.isclose(se, sample, rel_tol=1e-6),
+                 f"{what}: {round(k)} of {n} episodes succeeded (mean {_number(mean)}), so the standard error "
+                 f"is std(ddof=1) / sqrt({n}) = {_number(sample)}; got {_number(se)}")
+        return
+
+
 def _mc_case(c: Check, fn: Callable, maze: Maze, pi: np.ndarray, n: int, seed: int, what: str,
              named: bool) -> None:
     rng = np.random.default_rng(seed)
@@ -470,7 +492,8 @@ def check_monte_carlo_estimate(c: Check, fn: Callable) -> None:
     must lie within 4.5 standard errors of the exact expected return (``expected_returns``), the
     standard error near std / sqrt(n). Catches the policy ignored, argmax instead of sampling, no
     stop at the goal, a step budget off by one, a hard-coded reward of 10, the standard deviation
-    (or variance) instead of the standard error, and an rng that is not used."""
+    (or variance) instead of the standard error, std with ddof=0 (exactly, on 6 episodes), and an rng
+    that is not used."""
     # 8 moves on the default maze: the goal can be reached before the budget runs out, and with some
     # weight on blocked moves every mistake above gives a clearly different value. goal_reward 0.5 keeps
     # the standard deviation (0.25), the variance and the standard error far apart.
@@ -491,5 +514,6 @@ def check_monte_carlo_estimate(c: Check, fn: Callable) -> None:
         same = same and runs[0] == runs[1]
     c.expect(same, "the same seed gave different results: draw every random number from rng "
                    "(not np.random.choice or random.random)")
+    _check_se_exactly(c, fn, maze, pi)
     maze = Maze()
     _mc_case(c, fn, maze, uniform_policy(maze), 2000, SEED + 2, "the worked example (uniform policy, 10/81)", False)

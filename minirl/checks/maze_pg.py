@@ -251,6 +251,9 @@ def _loss_mistakes(lp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> l
         (-terms.sum(), "you summed without normalising; divide by N·T (episodes × time steps)"),
         (-terms.sum() / n, "you divided by the number of episodes only; divide by N·T (episodes × time steps)"),
         (-terms.sum() / t, "you divided by the number of time steps only; divide by N·T (episodes × time steps)"),
+        (-terms.sum() / (n * mask.sum(dim=1).max().clamp(min=1.0)),
+         "you took T as the longest REAL episode (mask.sum(1).max()); T is the step budget, the size of the time "
+         "axis (log_probs.shape[1]), even when every episode ends early"),
         (-(mask * adv).sum() / (n * t), "your loss has the right gradient but the value of the ratio form "
                                         "−Σ m A exp(log π − log π.detach()) / (N·T); write the log-prob form "
                                         "−Σ m A log π / (N·T)"),
@@ -264,6 +267,12 @@ LOSS_HAND_ADVANTAGES = [[2.0, 2.0, 4.0], [-1.0, -1.0, 3.0]]
 LOSS_HAND_MASK = [[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]]
 # Σ m A log π = (−1 − 2 − 8) + (1.5 + 0.2) = −9.3, over N·T = 2·3: L = 9.3 / 6
 LOSS_HAND_VALUE = 1.55
+# No episode uses the whole budget of 4 steps (they end after 2 and 3 moves): T is still 4.
+LOSS_SHORT_LOG_PROBS = [[-0.5, -1.0, -0.3, -0.3], [-1.5, -0.2, -0.4, -0.9]]
+LOSS_SHORT_ADVANTAGES = [[2.0, 2.0, 5.0, 5.0], [-1.0, -1.0, 1.0, 4.0]]
+LOSS_SHORT_MASK = [[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]]
+# Σ m A log π = (−1 − 2) + (1.5 + 0.2 − 0.4) = −1.7, over N·T = 2·4: L = 1.7 / 8
+LOSS_SHORT_VALUE = 0.2125
 
 
 def _check_loss_case(c: Check, fn: Callable, lp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
@@ -300,10 +309,14 @@ def check_reinforce_loss(c: Check, fn: Callable) -> None:
     """Check ``reinforce_loss(log_probs, advantages, mask) -> scalar`` = −Σ m A log π / (N·T) on a hand case
     and against ``reference_reinforce_loss`` (the library's ``policy_loss``) on seeded random episodes,
     and the gradient by autograd. Catches a flipped sign, a forgotten mask (padding steps counted),
-    probabilities instead of log-probs, other normalisations (token mean, sequence mean, plain sum),
+    probabilities instead of log-probs, other normalisations (token mean, sequence mean, plain sum, T taken
+    as the longest real episode),
     a loss with no gradient, and a gradient that flows into the advantages (not detached)."""
     lp, adv, mask = (torch.tensor(x) for x in (LOSS_HAND_LOG_PROBS, LOSS_HAND_ADVANTAGES, LOSS_HAND_MASK))
     _check_loss_case(c, fn, lp, adv, mask, torch.tensor(LOSS_HAND_VALUE), "the worked example, 2 episodes x 3 steps")
+    lp, adv, mask = (torch.tensor(x) for x in (LOSS_SHORT_LOG_PROBS, LOSS_SHORT_ADVANTAGES, LOSS_SHORT_MASK))
+    _check_loss_case(c, fn, lp, adv, mask, torch.tensor(LOSS_SHORT_VALUE),
+                     "2 episodes that both end before the budget of 4 steps")
     gen = _generator(2)
     for n, t in [(6, 7), (3, 5)]:
         lp = torch.randn(n, t, 4, generator=gen).log_softmax(-1)[..., 0]   # log π of the moves made

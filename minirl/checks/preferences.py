@@ -253,6 +253,9 @@ def _check_dpo_case(c: Check, fn: Callable, logps: tuple, beta: float, want: tup
         value = c.shape(value, batch, "batch", f"{name} ({what})",
                         {(): "one implicit reward per pair, β (log π − log π_ref), not their mean"})
         c.close(value, want_value, f"{name} ({what})", _reward_mistakes(pc, pr, rc, rr, beta, is_chosen))
+        c.expect(not value.requires_grad, f"{name} ({what}): return the rewards detached ({name.split('_')[0]}"
+                                          ".detach()): they are for logging, and a logged tensor that carries its "
+                                          "graph keeps every step's graph alive in memory")
     c.expect(loss.requires_grad, f"{label}: your loss carries no gradient — compute it from the policy log-probs "
                                  "(the returned rewards may be detached, the loss may not)")
     grads = torch.autograd.grad(loss, args[:2], allow_unused=True)
@@ -271,7 +274,8 @@ def check_dpo_loss(c: Check, fn: Callable) -> None:
     log-probs, plus the gradient by autograd. Catches a flipped sign, the margin reversed, β forgotten,
     divided by or outside the sigmoid, the reference log-probs ignored, probabilities or ratios instead of
     log-probs, a sum instead of the mean, only the chosen term, log(sigmoid(·)) that overflows, rewards
-    without β, without the reference, upside down or swapped, no gradient, and edits of the inputs."""
+    without β, without the reference, upside down or swapped, rewards not detached, no gradient, and edits of
+    the inputs."""
     for beta, want in DPO_HAND.items():
         _check_dpo_case(c, fn, DPO_HAND_LOGPS, beta, want, f"the worked example, beta={beta:g}")
     gen = _generator(2)
