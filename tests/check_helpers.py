@@ -16,6 +16,7 @@ from minirl.checks import (
     check_dpo_loss,
     check_first_eos_mask,
     check_group_advantages,
+    check_grpo_config_kwargs,
     check_kl_estimate,
     check_masked_aggregate,
     check_maze_reward,
@@ -38,6 +39,7 @@ from minirl.checks import (
     tiny_forward,
 )
 from minirl.lm import completion_log_probs, first_eos_mask
+from minirl.trl_bridge import grpo_config_kwargs
 from toy_envs.sorting import sort_distance_reward, sort_inclusion_ordering_reward
 
 REFERENCES = {
@@ -64,6 +66,7 @@ REFERENCES = {
     check_completion_log_probs: completion_log_probs,
     check_parse_answer: reference_parse_answer,
     check_zero_variance_fraction: minirl.zero_variance_fraction,
+    check_grpo_config_kwargs: grpo_config_kwargs,
 }
 ALL_CHECKS = list(REFERENCES)  # every exercise check, with the reference it must accept
 
