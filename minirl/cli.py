@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from pathlib import Path
@@ -309,7 +310,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if not _is_text(getattr(args, "task", "")) and not getattr(args, "lm", False):
         torch.set_num_threads(1)  # the toy models are tiny: one thread is faster than two fighting over 2 cores
-    return args.func(args)
+    try:
+        return args.func(args)
+    except ValueError as err:  # a bad value (the configs name the argument and the range): one line, exit 2
+        if os.environ.get("MINIRL_DEBUG"):
+            raise
+        print(f"minirl {args.command}: error: {err} (MINIRL_DEBUG=1 shows the traceback)", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

@@ -54,3 +54,20 @@ def test_bench_quick_runs(capsys, monkeypatch):
     out = capsys.readouterr().out
     for part in ["1. Sorting 3 numbers", "2. Sorting 5 numbers", "supervised ceiling", "3. Maze", "Summary"]:
         assert part in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["train", "--length", "-3", "--steps", "1", "--no-progress"], ["minirl train: error:", "length", ">= 1"]),
+    (["compare", "--algos", "grpo", "--group-size", "0", "--steps", "1", "--no-progress"],
+     ["minirl compare: error:", "group_size"]),
+])
+def test_a_bad_value_is_one_line_and_exit_2(argv, words, capsys, monkeypatch):
+    monkeypatch.delenv("MINIRL_DEBUG", raising=False)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    for word in words:
+        assert word in err, err
+    monkeypatch.setenv("MINIRL_DEBUG", "1")
+    with pytest.raises(ValueError):
+        main(argv)
