@@ -1,14 +1,18 @@
-"""The algorithm ladder as named presets: each rung is the previous one with one knob changed.
+"""The algorithm ladder as named presets: each rung adds one idea to the rung above it.
+
+Most ideas are one knob; two take several (the importance ratio comes with inner epochs, and grpo adds
+three knobs at once: a KL term, its reference's refresh and an entropy bonus). dapo, gspo and dr_grpo
+are variants of grpo, each listed with every knob it changes there.
 
     naive       Δ = r,  loss −log π · Δ, one gradient step per batch
     baselined   Δ = r − mean_group(r)                                     (a baseline)
     normalized  Δ = (r − mean) / std                                      (group-normalised)
-    unclipped   + importance ratio ρ = π_θ / π_old, several inner epochs on one batch
+    unclipped   + importance ratio ρ = π_θ / π_old, several inner epochs on one batch (2 knobs)
     clipped     + PPO clip: min(ρΔ, clip(ρ, 1 ± ε)Δ)
-    grpo        + KL penalty β · k3(π_θ ‖ π_ref), π_ref refreshed every N steps
-    dapo        clip-higher (ε_high > ε_low), token-level aggregation, no KL
-    gspo        sequence-level, length-normalised ratio
-    dr_grpo     no std division, constant (length-independent) aggregation
+    grpo        + KL penalty β · k3(π_θ ‖ π_ref), π_ref refreshed every N steps, entropy bonus (3 knobs)
+    dapo        grpo with clip-higher (ε_high > ε_low), token-level aggregation, no KL (4 knobs)
+    gspo        grpo with a sequence-level, length-normalised ratio and its smaller ε (3 knobs)
+    dr_grpo     grpo with no std division and constant (length-independent) aggregation (2 knobs)
     grpo_process  GRPO with one advantage per response position (a process reward)
 
 Every knob here is an argument of ``minirl.losses.policy_loss`` or of the training loop; the

@@ -16,8 +16,9 @@ def torch_threads(n: int | None = 1) -> Iterator[None]:
 
     The toy models are tiny: extra threads only add synchronisation (measured 5-10x slower on a busy
     2-core machine), so the toy training loops run on one. A real language model's matrix products do
-    gain from every core (``n=None``). It also flushes denormal floats to zero: a collapsed policy's tiny
-    probabilities are denormals, which made such runs about 5x slower with identical results.
+    gain from every core (``n=None``). It also turns on flushing denormal floats to zero, and leaves it on
+    (torch cannot report the previous setting to restore): a collapsed policy's tiny probabilities are
+    denormals, which made such runs about 5x slower with identical results.
     """
     previous = torch.get_num_threads()
     if n is not None:
@@ -30,7 +31,8 @@ def torch_threads(n: int | None = 1) -> Iterator[None]:
 
 
 def one_thread():
-    """``torch_threads(1)``: run torch on one CPU thread, then restore the setting."""
+    """``torch_threads(1)``: run torch on one CPU thread, then restore the thread count (flushing denormals
+    stays on, as in ``torch_threads``)."""
     return torch_threads(1)
 
 

@@ -3,8 +3,10 @@
     ok = check_compute_deltas(compute_deltas)
     compute_deltas = use_reference(compute_deltas, minirl.compute_deltas, ok)
 
-See ``minirl.checks._core`` for the pattern and strict mode (``MINIRL_STRICT=1``). One module per
-chapter; adding a chapter's checks is one star-import line below (its ``__all__`` lists them).
+See ``minirl.checks._core`` for the pattern and strict mode (``MINIRL_STRICT=1``). The modules, by
+notebook: ``maze`` (01), ``maze_pg`` (02), ``ladder`` (03 and 04), ``grpo`` (05), ``preferences`` (06),
+``lm`` (07), ``pretrained`` (08), ``trl`` (09). Adding a module is one star-import line below (its
+``__all__`` lists its checks).
 """
 
 from minirl.checks._core import *  # noqa: F403
