@@ -30,8 +30,12 @@ def compute_deltas(rewards: torch.Tensor, mode: str = "centered_rewards", eps: f
     - ``"rewards"``:            Δ = r
     - ``"centered_rewards"``:   Δ = r − mean_trial(r)
     - ``"normalized_rewards"``: Δ = (r − mean_trial(r)) / (std_trial(r) + eps)
-      (unbiased std over the group, as in GRPO). A group whose rewards are all equal has
-      std = 0 and centred rewards = 0, so its deltas are exactly 0, never NaN.
+      (unbiased std over the group, as in GRPO).
+
+    A group whose rewards are all equal gets deltas of exactly 0 under both group modes, never NaN and
+    never float noise: in float32, r − mean(r) for eight rewards of 1.2 is ±1e-7, not 0, and dividing
+    it by std + ε (std ≈ 1e-7) would blow it up to ±0.1. Such groups are detected by exact equality
+    (as ``zero_variance_fraction`` counts them) and set to 0.
     """
     if not isinstance(rewards, torch.Tensor) or rewards.dim() != 2:
         shape = list(rewards.shape) if isinstance(rewards, torch.Tensor) else type(rewards).__name__
@@ -47,7 +51,8 @@ def compute_deltas(rewards: torch.Tensor, mode: str = "centered_rewards", eps: f
             f"mode {mode!r} needs a group of at least 2 responses per prompt to compare; "
             f"got rewards of shape {list(rewards.shape)} (trial = {rewards.shape[1]})"
         )
-    centered = rewards - rewards.mean(dim=1, keepdim=True)
+    all_equal = (rewards == rewards[:, :1]).all(dim=1, keepdim=True)  # [batch, 1]
+    centered = (rewards - rewards.mean(dim=1, keepdim=True)).masked_fill(all_equal, 0.0)
     if mode == "centered_rewards":
         return centered
     std = rewards.std(dim=1, keepdim=True)

@@ -33,6 +33,15 @@ def test_equal_rewards_give_zero_not_nan(mode):
     assert torch.equal(d[:2], torch.zeros(2, 3))
 
 
+@pytest.mark.parametrize("mode", ["centered_rewards", "normalized_rewards"])
+@pytest.mark.parametrize("value", [1.2, 0.2, 0.7])
+def test_equal_inexact_rewards_give_exact_zero(mode, value):
+    # in float32 mean(8 x 1.2) - 1.2 is about 1e-7, not 0; divided by std + eps (std ~ 1e-7) that used to
+    # become +0.106 per response: a push on a group that carries no signal
+    d = compute_deltas(torch.full((2, 8), value), mode)
+    assert torch.equal(d, torch.zeros(2, 8))
+
+
 def test_deltas_bad_input():
     with pytest.raises(ValueError, match=r"needs a group of at least 2.*got rewards of shape \[4, 1\]"):
         compute_deltas(torch.zeros(4, 1), "normalized_rewards")
