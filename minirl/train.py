@@ -452,23 +452,43 @@ def train_supervised(
     seed: int = 0,
     demonstrations=None,
     progress: bool = False,
+    *,
+    eval_every: int = 0,
+    eval_prompts: int = 1000,
+    label: str = "supervised",
 ) -> tuple[torch.nn.Module, History]:
     """Supervised fine-tuning: cross-entropy on the sorted answer, L = −Σ_j log π(sort(x)_j | x).
 
     ``demonstrations`` (optional) is a function ``(prompts) -> responses[batch, pos]`` giving the
     target to imitate (default: the correct sorted prompt). Same model, optimiser and number of
     updates as RL, so its final accuracy is the "supervised ceiling" RL is compared with.
+
+    The model is evaluated (``evaluate``, on the same held-out prompts as ``train`` with this seed) at
+    the end, and with ``eval_every`` > 0 also before the first step and every ``eval_every`` steps.
     """
+    check_positive_ints(steps=steps, batch_size=batch_size, eval_prompts=eval_prompts)
+    if eval_every < 0:
+        raise ValueError(f"eval_every must be >= 0 (0 = only at the end); got {eval_every}")
     with torch_threads(1):
-        return _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, seed, demonstrations, progress)
+        return _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, seed, demonstrations,
+                                 progress, eval_every, eval_prompts, label)
 
 
-def _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, seed, demonstrations, progress):
+def _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, seed, demonstrations, progress,
+                      eval_every, eval_prompts, label):
     generator = torch.Generator().manual_seed(seed)
     model = make_model(task, embedding_dim, seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-    history = History(label="supervised", seed=seed)
+    history = History(label=label, seed=seed)
     start = time.perf_counter()
+
+    def run_eval(step: int) -> None:
+        held_out = torch.Generator().manual_seed(10_000 + seed)  # the prompts train() evaluates on
+        history.log_eval(step=step, wall_time=time.perf_counter() - start,
+                         **evaluate(model, task, eval_prompts, held_out))
+
+    if eval_every:
+        run_eval(0)
     for step in tqdm(range(1, steps + 1), desc=f"supervised seed {seed}", disable=not progress, leave=False):
         prompts = task.sample_prompts(batch_size, generator)
         targets = task.sorted_responses(prompts) if demonstrations is None else demonstrations(prompts)
@@ -478,6 +498,6 @@ def _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, see
         loss.backward()
         optimizer.step()
         history.log(step=step, loss=loss.item(), wall_time=time.perf_counter() - start)
-    ev = evaluate(model, task, 1000, torch.Generator().manual_seed(10_000 + seed))
-    history.log_eval(step=steps, wall_time=time.perf_counter() - start, **ev)
+        if (eval_every and step % eval_every == 0) or step == steps:
+            run_eval(step)
     return model, history

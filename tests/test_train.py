@@ -109,6 +109,18 @@ def test_supervised_reaches_the_ceiling_quickly():
     assert h.evals[-1]["greedy_exact"] > 0.95
 
 
+def test_supervised_periodic_evaluation_and_demonstrations():
+    wrong_middle = lambda p: TASK.sorted_responses(p).index_fill(1, torch.tensor([1]), 0)  # noqa: E731
+    _, h = train_supervised(TASK, steps=60, batch_size=32, learning_rate=0.01, eval_every=25, eval_prompts=200,
+                            demonstrations=wrong_middle, label="imitate")
+    assert [e["step"] for e in h.evals] == [0, 25, 50, 60] and h.label == "imitate"
+    assert h.evals[0]["greedy_exact"] < 0.2  # an untrained model
+    # imitating answers whose middle token is always 0: right only where the sorted middle is 0 (~10% of prompts)
+    assert h.evals[-1]["greedy_exact"] < 0.25 and h.evals[-1]["greedy_position_acc"] > 0.5
+    with pytest.raises(ValueError, match="eval_every must be >= 0"):
+        train_supervised(TASK, steps=5, batch_size=4, eval_every=-1)
+
+
 def test_history_json_roundtrip(tmp_path):
     h = History(label="x", seed=1)
     h.log(step=1, reward=0.5)
