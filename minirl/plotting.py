@@ -23,6 +23,7 @@ METRIC_LABELS = {
     "greedy_position_acc": "greedy positions correct (fraction, held-out)",
     "entropy": "policy entropy per token (nats)",
     "kl": "KL(π_θ ‖ π_ref) per token (nats, k3)",
+    "kl_old": "KL(π_old ‖ π_θ) after the update, per token (nats, k3)",
     "clip_frac_low": "tokens clipped at 1 − ε_low (fraction)",
     "clip_frac_high": "tokens clipped at 1 + ε_high (fraction)",
     "loss": "loss",
@@ -31,7 +32,8 @@ METRIC_LABELS = {
     "exact_return": "exact expected return from the start",
     "value_loss": "value loss",
 }
-X_LABELS = {"step": "training step", "wall_time": "wall time (s)", "episodes": "episodes sampled"}
+X_LABELS = {"step": "training step", "wall_time": "wall time (s)", "episodes": "episodes sampled",
+            "samples": "responses sampled"}
 
 
 def smooth_centered(values: np.ndarray, window: int) -> np.ndarray:
@@ -73,7 +75,7 @@ def plot_reward_curves(
         ax: a matplotlib Axes to draw on (default: a new figure).
         smooth: centred moving-average window in points (default: about 1/20 of the run).
         band: ``"std"`` (mean ± one standard deviation over seeds) or ``"minmax"``.
-        x: ``"step"``, ``"wall_time"`` or ``"episodes"`` (maze).
+        x: ``"step"``, ``"samples"`` (responses drawn so far), ``"wall_time"`` or ``"episodes"`` (maze).
 
     Runs of different lengths (stopped early by a time budget) are cut to the shortest.
     Returns the Axes.

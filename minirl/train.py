@@ -35,7 +35,7 @@ from tqdm.auto import tqdm
 from minirl.advantages import compute_deltas, zero_variance_fraction
 from minirl.algorithms import AlgoConfig, get_algorithm
 from minirl.history import History
-from minirl.losses import aggregate, policy_loss
+from minirl.losses import aggregate, kl_estimate, policy_loss
 from minirl.model import TinyEncoderDecoder
 from minirl.protocols import Rollout, Task, select_prompts
 from minirl.toy_policy import ToyPolicy, as_policy
@@ -78,6 +78,11 @@ class TrainConfig:
         threads: torch CPU threads while training (1 for the toy models; None leaves torch's setting,
             which a real language model wants).
         max_seconds: stop early once training has used this much wall time (None = no limit).
+        measure_kl: log the two KL curves that cost extra forward passes: ``kl`` to a frozen copy of the
+            initial policy even when the algorithm has no KL penalty (β = 0), and ``kl_old``, how far the
+            inner epochs moved the policy from π_old. None: on for the toy models (cheap), off for a
+            language model (a model copy and a forward pass per step). Off, a run with β = 0 logs no ``kl``
+            at all rather than a flat 0.
         progress: show a tqdm progress bar.
     """
 
@@ -100,6 +105,7 @@ class TrainConfig:
     micro_batch_size: int | None = None
     threads: int | None = 1
     max_seconds: float | None = None
+    measure_kl: bool | None = None
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -237,12 +243,14 @@ def rollout_log_probs(policy, prompts, rollout: Rollout, temperature: float = 1.
 
 
 def _mean_entropy(entropy: torch.Tensor, mask: torch.Tensor | None, whole: dict | None) -> torch.Tensor:
-    """Mean entropy per token (nats). ``[batch, trial, pos]`` with a mask: over real tokens. ``[batch, 1, pos]``
-    (a distribution shared by the group, the toy): over prompts and positions. ``whole``: the whole batch's
+    """Mean entropy per token (nats), over real tokens only. ``entropy`` is ``[batch, trial, pos]``, or
+    ``[batch, 1, pos]`` when the group shares one distribution per position (the toy encoder-decoder); with a
+    mask ``[batch, trial, pos]`` it is averaged over the real tokens of the sampled responses (a position after
+    a response's EOS does not count), without one over prompts and positions. ``whole``: the whole batch's
     counts when this is a micro-batch."""
-    if entropy.shape[1] == 1 or mask is None:
+    if mask is None:
         return entropy.mean() if whole is None else entropy.sum() / (whole["n_prompts"] * entropy[0].numel())
-    return aggregate(entropy, mask, "token_mean", n_tokens=None if whole is None else whole["n_tokens"])
+    return aggregate(entropy.expand_as(mask), mask, "token_mean", n_tokens=None if whole is None else whole["n_tokens"])
 
 
 def _weighted(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
@@ -277,6 +285,7 @@ def policy_update(
     *,
     temperature: float = 1.0,
     micro_batch_size: int | None = None,
+    measure_kl_old: bool = False,
 ) -> dict[str, float]:
     """Step 4 of the loop: ``algo.inner_epochs`` gradient steps on one batch of samples, π_old held fixed.
 
@@ -296,6 +305,9 @@ def policy_update(
         mask: ``[batch, trial, pos]`` real tokens (default: the rollout's mask).
         ref_log_probs, max_length: as in ``policy_loss`` (max_length default: the rollout's budget).
         temperature: the sampling temperature (the loss scores the same tempered policy).
+        measure_kl_old: after the last inner step, score the responses once more (no gradient) and return
+            ``kl_old``, the k3 estimate of KL(π_old ‖ π_θ) per real token: how far this batch's updates moved
+            the policy (PPO's "approx KL"), exp(ℓ) − ℓ − 1 with ℓ = log π_θ(y) − log π_old(y), y ~ π_old.
 
     Returns the metrics of the last inner step (``policy_loss``'s, plus ``loss`` and ``grad_norm``) and
     ``entropy``, the mean entropy per token of π_old (measured at the first inner step, before any change).
@@ -314,12 +326,15 @@ def policy_update(
         whole = {"n_sequences": rollout.batch_size * rollout.group_size, "n_tokens": n_tokens,
                  "n_prompts": rollout.batch_size}
     limit = max_grad_norm if max_grad_norm is not None else float("inf")
+    sampler_log_probs = []  # log π_old of every slice, as scored at the first inner step (θ = θ_old then)
     for epoch in range(algo.inner_epochs):
         optimizer.zero_grad(set_to_none=True)
         parts, entropies = [], []
         for rows in slices:
             part_mask = None if mask is None else mask[rows]
             scores = policy.score(select_prompts(prompts, rows), rollout.rows(rows), temperature=temperature)
+            if epoch == 0 and measure_kl_old:
+                sampler_log_probs.append(scores.log_probs.detach() if old_log_probs is None else old_log_probs[rows])
             old = scores.log_probs.detach() if old_log_probs is None else old_log_probs[rows]
             loss, metrics = policy_loss(
                 scores.log_probs,
@@ -347,7 +362,14 @@ def policy_update(
             entropy = sum(entropies)  # of π_old, the policy that sampled (each slice's share of the whole mean)
         grad_norm = float(torch.nn.utils.clip_grad_norm_(policy.parameters(), limit))
         optimizer.step()
-    return {**_weighted(parts), "grad_norm": grad_norm, "entropy": entropy}
+    out = {**_weighted(parts), "grad_norm": grad_norm, "entropy": entropy}
+    if measure_kl_old:
+        old = torch.cat(sampler_log_probs) if len(sampler_log_probs) > 1 else sampler_log_probs[0]
+        new = rollout_log_probs(policy, prompts, rollout, temperature, micro_batch_size)
+        per_token = kl_estimate(old, new, "k3", max_log_ratio=20.0)  # samples from π_old: KL(π_old ‖ π_θ)
+        out["kl_old"] = float(aggregate(per_token, mask if mask is not None else torch.ones_like(per_token),
+                                        "token_mean"))
+    return out
 
 
 def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[torch.nn.Module, History]:
@@ -358,7 +380,10 @@ def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[to
 
     History records per step: ``reward`` (mean over the batch), ``exact_match`` (fraction of sampled
     responses the task calls correct), ``format_rate`` (when the task checks the answer's form), ``loss``,
-    ``kl`` (k3 to π_ref, mean per token; 0 when there is no π_ref), ``clip_frac_low``/``clip_frac_high``,
+    ``samples`` (responses sampled so far), ``kl`` (k3 estimate of KL(π_θ ‖ π_ref) per real token at the last
+    inner step; with β = 0, π_ref is a frozen copy of the initial policy kept only to measure it, and without
+    ``measure_kl`` there is no ``kl``), ``kl_old`` (with ``measure_kl``: KL(π_old ‖ π_θ) after the inner
+    epochs), ``clip_frac_low``/``clip_frac_high``,
     ``ratio_mean``, ``ratio_max``, ``entropy`` (mean per-token entropy of π_old, the sampling policy, nats),
     ``grad_norm``, ``response_length`` (mean real tokens per sampled response, EOS included),
     ``zero_variance_groups`` (fraction of groups whose rewards are all equal: zero advantage, no signal),
@@ -378,19 +403,22 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
     if cfg.device is not None:
         policy.to(cfg.device)
     device = policy.device
-    ref_policy = copy.deepcopy(policy).requires_grad_(False) if algo.kl_coef > 0 else None
+    measure_kl = cfg.measure_kl if cfg.measure_kl is not None else isinstance(policy, ToyPolicy)
+    # π_ref: the KL penalty's anchor, or with β = 0 (and measure_kl) a frozen initial policy to measure the drift
+    ref_policy = copy.deepcopy(policy).requires_grad_(False) if algo.kl_coef > 0 or measure_kl else None
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
     scheduler = _lr_scheduler(optimizer, cfg.lr_schedule, cfg.steps)
     generator = torch.Generator().manual_seed(cfg.seed)
     sample_generator = _device_generator(generator, device)
     eval_generator_seed = 10_000 + cfg.seed
     history = History(label=algo.name, seed=cfg.seed)
+    samples_per_step = cfg.prompts_per_step * cfg.group_size
     score_kw = {"temperature": cfg.temperature, "micro_batch_size": cfg.micro_batch_size}
 
     def run_eval(step: int, elapsed: float) -> dict[str, float]:
         eval_generator = torch.Generator().manual_seed(eval_generator_seed)  # same held-out prompts each time
         ev = evaluate(policy, task, cfg.eval_prompts, eval_generator, sampled=cfg.eval_sampled)
-        history.log_eval(step=step, wall_time=elapsed, **ev)
+        history.log_eval(step=step, samples=step * samples_per_step, wall_time=elapsed, **ev)
         return ev
 
     if cfg.eval_every:
@@ -412,7 +440,8 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
         ref_log_probs = rollout_log_probs(ref_policy, prompts, rollout, **score_kw) if ref_policy else None
 
         update = policy_update(policy, optimizer, algo, prompts, rollout, old_log_probs, advantages,
-                               ref_log_probs=ref_log_probs, max_grad_norm=cfg.max_grad_norm, **score_kw)
+                               ref_log_probs=ref_log_probs, max_grad_norm=cfg.max_grad_norm,
+                               measure_kl_old=measure_kl, **score_kw)
         if scheduler is not None:
             scheduler.step()
 
@@ -425,8 +454,10 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
         lengths = rollout.lengths()
         extra = {"format_rate": float(task.format_ok(prompts, rollout.answers).float().mean())} if hasattr(
             task, "format_ok") else {}
-        history.log(step=step, reward=float(rewards.mean()), exact_match=exact, **extra,
-                    **{k: update[k] for k in ("loss", "kl", "clip_frac_low", "clip_frac_high", "ratio_mean",
+        kls = {k: update[k] for k in ("kl", "kl_old") if k in update and (k == "kl_old" or ref_policy is not None)}
+        history.log(step=step, samples=step * samples_per_step, reward=float(rewards.mean()), exact_match=exact,
+                    **extra, **kls,
+                    **{k: update[k] for k in ("loss", "clip_frac_low", "clip_frac_high", "ratio_mean",
                                               "ratio_max", "entropy", "grad_norm")},
                     response_length=float(lengths.mean()),
                     zero_variance_groups=zero_variance_fraction(rewards),

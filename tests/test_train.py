@@ -174,3 +174,44 @@ def test_policy_update_is_the_loops_inner_step():
     assert out["entropy"] == pytest.approx(math.log(5), abs=0.05)  # near-uniform initial policy over 5 tokens
     assert set(out) >= {"loss", "grad_norm", "kl", "clip_frac_low", "clip_frac_high", "ratio_mean", "ratio_max"}
     assert out["ratio_mean"] != 1.0  # metrics are those of the last inner step, after the first moved π_θ
+
+
+def test_kl_old_is_k3_between_the_sampler_and_the_updated_policy():
+    from minirl import compute_log_probs, make_model, policy_update
+
+    model = make_model(TASK, seed=0)
+    prompts = torch.tensor([[2, 0, 1], [4, 4, 0]])
+    responses = torch.tensor([[[0, 1, 2], [2, 1, 0]], [[0, 4, 4], [4, 4, 0]]])
+    advantages = torch.tensor([[1.0, -1.0], [1.0, -1.0]])
+    with torch.no_grad():
+        old = compute_log_probs(prompts, responses, model)
+    algo = ALGORITHMS["unclipped"].with_(inner_epochs=3)
+    out = policy_update(model, torch.optim.Adam(model.parameters(), lr=0.01), algo, prompts, responses, old,
+                        advantages, measure_kl_old=True)
+    with torch.no_grad():
+        log_ratio = compute_log_probs(prompts, responses, model) - old  # log π_θ / π_old
+    want = float((log_ratio.exp() - 1 - log_ratio).mean())
+    assert out["kl_old"] == pytest.approx(want, rel=1e-5) and want > 1e-3
+    assert "kl_old" not in policy_update(model, torch.optim.Adam(model.parameters()), algo, prompts, responses,
+                                         old, advantages)
+
+
+def test_kl_is_measured_when_beta_is_zero_and_left_out_when_not_measured():
+    _, h = train(quick("clipped", steps=15))  # β = 0: π_ref is a frozen initial policy, kept to measure
+    assert h["kl"][0] > 0 and h["kl"][-1] > h["kl"][0]  # the policy drifts further from where it started
+    assert (h["kl_old"] > 0).all() and h["samples"][-1] == 15 * 64 * 16
+    assert h.evals[-1]["samples"] == 15 * 64 * 16
+    _, off = train(quick("clipped", steps=3, measure_kl=False))
+    assert "kl" not in off.metrics and "kl_old" not in off.metrics  # absent, never a flat 0
+    _, grpo = train(quick("grpo", steps=3, measure_kl=False))
+    assert "kl" in grpo.metrics  # β > 0 measures its own penalty anyway
+
+
+def test_entropy_counts_real_tokens_only():
+    from minirl.train import _mean_entropy
+
+    # one distribution per position shared by the group [batch 1, 1, pos 3]; responses end after 1 and 3 tokens
+    entropy = torch.tensor([[[1.0, 2.0, 4.0]]])
+    mask = torch.tensor([[[1.0, 0.0, 0.0], [1.0, 1.0, 1.0]]])
+    assert float(_mean_entropy(entropy, mask, None)) == pytest.approx((1 + 1 + 2 + 4) / 4)
+    assert float(_mean_entropy(entropy, None, None)) == pytest.approx(7 / 3)
