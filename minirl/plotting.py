@@ -77,8 +77,8 @@ def plot_reward_curves(
         band: ``"std"`` (mean ± one standard deviation over seeds) or ``"minmax"``.
         x: ``"step"``, ``"samples"`` (responses drawn so far), ``"wall_time"`` or ``"episodes"`` (maze).
 
-    Runs of different lengths (stopped early by a time budget) are cut to the shortest.
-    Returns the Axes.
+    Runs of different lengths (stopped early by a time budget) are cut to the shortest. The legend's title
+    says what smoothing the lines have. Returns the Axes.
     """
     import matplotlib.pyplot as plt
 
@@ -88,6 +88,7 @@ def plot_reward_curves(
         raise ValueError("runs is empty: pass {label: [History, ...]}")
     if ax is None:
         _, ax = plt.subplots(figsize=(7, 4.2))
+    windows = set()
     for label, histories in runs.items():
         if isinstance(histories, History):
             histories = [histories]
@@ -98,6 +99,7 @@ def plot_reward_curves(
         xs = curves[0][0][:n]
         ys = np.stack([c[1][:n] for c in curves])  # [seed, point]
         window = smooth if smooth is not None else max(1, n // 20)
+        windows.add(window)
         ys = np.stack([smooth_centered(y, window) for y in ys])
         mean = ys.mean(axis=0)
         lo, hi = (mean - ys.std(axis=0), mean + ys.std(axis=0)) if band == "std" else (ys.min(0), ys.max(0))
@@ -109,8 +111,15 @@ def plot_reward_curves(
     band_text = "± 1 std over seeds" if band == "std" else "min–max over seeds"
     ax.set_title(title if title is not None else f"{metric} (mean, band {band_text})")
     ax.grid(alpha=0.3)
-    ax.legend(loc="best", fontsize="small")
+    ax.legend(loc="best", fontsize="small", title=_smoothing_note(windows), title_fontsize="small")
     return ax
+
+
+def _smoothing_note(windows: set[int]) -> str | None:
+    """The legend's title: what smoothing the lines have (None when they are the raw points)."""
+    if windows <= {1}:
+        return None
+    return f"centred moving average over {'/'.join(map(str, sorted(windows)))} points"
 
 
 LM_PANELS = ("reward", "greedy_exact", "format_rate", "response_length", "kl", "entropy")

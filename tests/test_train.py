@@ -150,6 +150,9 @@ def test_plot_reward_curves_mean_band_and_legend():
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     assert labels == ["grpo (2 seeds)", "naive (1 seed)"]
     assert ax.get_xlabel() == "training step" and "reward" in ax.get_ylabel()
+    assert ax.get_legend().get_title().get_text() == ""  # smooth=1: raw points, no smoothing note
+    smoothed = plot_reward_curves({"grpo": [fake(list(range(60)))]})  # default window: 60 // 20 points
+    assert smoothed.get_legend().get_title().get_text() == "centred moving average over 3 points"
     with pytest.raises(KeyError, match="not recorded"):
         plot_reward_curves({"a": [fake([1])]}, metric="greedy_exact")
 
