@@ -1,22 +1,25 @@
 """The algorithm ladder as named presets: each rung adds one idea to the rung above it.
 
-Most ideas are one knob; two take several (the importance ratio comes with inner epochs, and grpo adds
-three knobs at once: a KL term, its reference's refresh and an entropy bonus). dapo, gspo and dr_grpo
-are variants of grpo, each listed with every knob it changes there.
+Each rung changes one knob of the rung above, with one exception: ``unclipped`` turns on the importance
+ratio and several inner epochs together (the ratio alone, at one inner epoch, is ρ ≡ 1 and gives exactly
+the naive gradient; several epochs without it would be a different, biased algorithm). dapo, gspo and
+dr_grpo are variants of grpo, each listed with every knob it changes there.
 
-    naive       Δ = r,  loss −log π · Δ, one gradient step per batch
-    baselined   Δ = r − mean_group(r)                                     (a baseline)
-    normalized  Δ = (r − mean) / std                                      (group-normalised)
-    unclipped   + importance ratio ρ = π_θ / π_old, several inner epochs on one batch (2 knobs)
-    clipped     + PPO clip: min(ρΔ, clip(ρ, 1 ± ε)Δ)
-    grpo        + KL penalty β · k3(π_θ ‖ π_ref), π_ref refreshed every N steps, entropy bonus (3 knobs)
+    naive            Δ = r,  loss −log π · Δ, one gradient step per batch
+    baselined        Δ = r − mean_group(r)                                     (a baseline)
+    normalized       Δ = (r − mean) / std                                      (group-normalised)
+    unclipped        + importance ratio ρ = π_θ / π_old, 4 inner epochs on one batch
+    clipped          + PPO clip: min(ρΔ, clip(ρ, 1 ± ε)Δ)
+    clipped_entropy  + entropy bonus c · H(π_θ)
+    grpo             + KL penalty β · k3(π_θ ‖ π_ref), π_ref refreshed every N steps (the KL's anchor)
     dapo        grpo with clip-higher (ε_high > ε_low), token-level aggregation, no KL (4 knobs)
     gspo        grpo with a sequence-level, length-normalised ratio and its smaller ε (3 knobs)
     dr_grpo     grpo with no std division and constant (length-independent) aggregation (2 knobs)
     grpo_process  GRPO with one advantage per response position (a process reward)
 
 Every knob here is an argument of ``minirl.losses.policy_loss`` or of the training loop; the
-training loop itself has no per-algorithm branches beyond reading these fields.
+training loop itself has no per-algorithm branches beyond reading these fields. ``policy_loss_kwargs``
+spells out which knobs reach ``policy_loss``.
 """
 
 from __future__ import annotations
@@ -86,6 +89,17 @@ class AlgoConfig:
         if not self.importance_ratio and self.clip_eps_low is not None:
             raise ValueError("clipping needs the importance ratio: set clip_eps_low=None when importance_ratio=False")
 
+    def policy_loss_kwargs(self) -> dict:
+        """The knobs ``minirl.losses.policy_loss`` takes, by its argument names (the clip, the ratio's level,
+        the aggregation, β): ``policy_loss(log_probs, old, adv, mask, **algo.policy_loss_kwargs(), ...)``."""
+        return {"clip_eps_low": self.clip_eps_low, "clip_eps_high": self.clip_eps_high,
+                "ratio_level": self.ratio_level, "aggregation": self.aggregation, "kl_coef": self.kl_coef}
+
+    def changed_knobs(self, other: AlgoConfig) -> dict[str, tuple]:
+        """``{knob: (self's value, other's value)}`` for every knob (not the name) that differs."""
+        return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self)
+                if f.name != "name" and getattr(self, f.name) != getattr(other, f.name)}
+
     def with_(self, **changes) -> AlgoConfig:
         """A copy with some knobs changed, e.g. ``ALGORITHMS['grpo'].with_(kl_coef=0.1)``."""
         known = {f.name for f in fields(self)}
@@ -100,11 +114,11 @@ _BASELINED = _NAIVE.with_(name="baselined", delta_mode="centered_rewards")
 _NORMALIZED = _BASELINED.with_(name="normalized", delta_mode="normalized_rewards")
 _UNCLIPPED = _NORMALIZED.with_(name="unclipped", importance_ratio=True, inner_epochs=4)
 _CLIPPED = _UNCLIPPED.with_(name="clipped", clip_eps_low=0.2)
-# The GRPO family carries an entropy bonus: without it the policy collapses onto one answer per
-# prompt within ~200 steps and the rarest prompts ([0, 0, 0], [4, 4, 4] in 3x5 sorting) stay wrong
-# for good, since the right token is never sampled again. The ladder rungs above keep the textbook
-# form (no bonus) so that each rung changes one thing.
-_GRPO = _CLIPPED.with_(name="grpo", kl_coef=0.01, ref_refresh_every=20, entropy_coef=0.3)
+# The entropy bonus: without it the policy collapses onto one answer per prompt within ~200 steps and the
+# rarest prompts ([0, 0, 0], [4, 4, 4] in 3x5 sorting) stay wrong for good, since the right token is never
+# sampled again. It gets a rung of its own so that grpo differs from the rung below only by its KL term.
+_CLIPPED_ENTROPY = _CLIPPED.with_(name="clipped_entropy", entropy_coef=0.3)
+_GRPO = _CLIPPED_ENTROPY.with_(name="grpo", kl_coef=0.01, ref_refresh_every=20)
 _DAPO = _GRPO.with_(name="dapo", clip_eps_low=0.2, clip_eps_high=0.28, aggregation="token_mean", kl_coef=0.0,
                     ref_refresh_every=None)
 _GSPO = _GRPO.with_(name="gspo", ratio_level="sequence", clip_eps_low=0.1, clip_eps_high=0.1)
@@ -113,8 +127,8 @@ _DR_GRPO = _GRPO.with_(name="dr_grpo", delta_mode="centered_rewards", aggregatio
 _GRPO_PROCESS = _GRPO.with_(name="grpo_process", advantage_level="token")
 
 ALGORITHMS: dict[str, AlgoConfig] = {
-    a.name: a for a in (_NAIVE, _BASELINED, _NORMALIZED, _UNCLIPPED, _CLIPPED, _GRPO, _DAPO, _GSPO, _DR_GRPO,
-             _GRPO_PROCESS)
+    a.name: a for a in (_NAIVE, _BASELINED, _NORMALIZED, _UNCLIPPED, _CLIPPED, _CLIPPED_ENTROPY, _GRPO, _DAPO,
+                        _GSPO, _DR_GRPO, _GRPO_PROCESS)
 }
 
 

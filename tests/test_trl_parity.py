@@ -113,10 +113,8 @@ def test_trl_loss_and_gradient_equal_policy_loss(name, model_dir, batch, tmp_pat
     trl_loss.backward()
 
     scores = policy.score(PROMPTS, rollout, temperature=TEMPERATURE)
-    loss, metrics = policy_loss(scores.log_probs, old, advantages, rollout.mask, clip_eps_low=algo.clip_eps_low,
-                                clip_eps_high=algo.clip_eps_high, ratio_level=algo.ratio_level,
-                                aggregation=algo.aggregation, ref_log_probs=ref if algo.kl_coef else None,
-                                kl_coef=algo.kl_coef, max_length=MAX_LENGTH)
+    loss, metrics = policy_loss(scores.log_probs, old, advantages, rollout.mask, **algo.policy_loss_kwargs(),
+                                ref_log_probs=ref if algo.kl_coef else None, max_length=MAX_LENGTH)
     if algo.entropy_coef:
         mask = rollout.mask
         loss = loss - algo.entropy_coef * (scores.entropy * mask).sum() / mask.sum()
@@ -178,8 +176,8 @@ def test_trl_dapo_over_micro_batches_is_token_mean_of_the_whole_batch(model_dir,
         trl_total += loss.item()
 
     scores = policy.score(PROMPTS, rollout, temperature=TEMPERATURE)
-    loss, _ = policy_loss(scores.log_probs, old, advantages, rollout.mask, clip_eps_low=algo.clip_eps_low,
-                          clip_eps_high=algo.clip_eps_high, aggregation="token_mean")
+    loss, _ = policy_loss(scores.log_probs, old, advantages, rollout.mask,
+                          **{**algo.policy_loss_kwargs(), "aggregation": "token_mean"})
     loss.backward()
     assert abs(trl_total - loss.item()) < 1e-5
     trl_grads = dict(trainer.model.named_parameters())
