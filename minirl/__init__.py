@@ -10,24 +10,21 @@ The public API, in the order the course meets it:
   ``Rollout`` (``minirl.protocols``), the toy model as a policy: ``ToyPolicy``
 - a real language model: ``minirl.lm`` (``load_policy``, ``CausalLMPolicy``), ``sft_loss``
 - curves: ``History``, ``plot_reward_curves``
-- preferences: ``bradley_terry_loss``, ``RewardModel``, ``train_reward_model``, ``dpo_loss``
+- preferences: ``bradley_terry_loss``, ``RewardModel``, ``train_reward_model``, ``dpo_loss`` on
+  ``response_log_probs``
 """
 
 from minirl.advantages import compute_deltas, compute_gae, discounted_returns, zero_variance_fraction
 from minirl.algorithms import ALGORITHMS, AlgoConfig, get_algorithm
 from minirl.history import History
-from minirl.losses import aggregate, compute_loss, kl_estimate, policy_loss, sft_loss
-from minirl.model import TinyEncoderDecoder
+from minirl.losses import aggregate, bradley_terry_loss, compute_loss, dpo_loss, kl_estimate, policy_loss, sft_loss
+from minirl.model import LearnedReward, RewardModel, TinyEncoderDecoder
 from minirl.plotting import plot_reward_curves, smooth_centered
 from minirl.preferences import (
-    LearnedReward,
     PreferencePairs,
-    RewardModel,
-    bradley_terry_loss,
-    dpo_loss,
     make_preference_pairs,
     pairwise_accuracy,
-    sequence_log_probs,
+    response_log_probs,
     train_reward_model,
 )
 from minirl.protocols import Policy, Rollout, Task, TokenScores
@@ -69,9 +66,9 @@ __all__ = [
     "plot_reward_curves",
     "policy_loss",
     "policy_update",
+    "response_log_probs",
     "rollout_log_probs",
     "sample_responses",
-    "sequence_log_probs",
     "sft_loss",
     "smooth_centered",
     "token_entropy",

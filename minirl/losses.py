@@ -1,4 +1,5 @@
-"""Policy-gradient losses: the ladder's ``compute_loss`` and the one general ``policy_loss``.
+"""The losses: the ladder's ``compute_loss``, the one general ``policy_loss``, ``sft_loss``, and the
+two preference losses ``bradley_terry_loss`` (a reward model) and ``dpo_loss`` (a policy).
 
 Notation, per token t of response i of a prompt's group:
 
@@ -13,14 +14,26 @@ models with different jobs: π_old makes reusing samples correct, π_ref keeps t
 drifting far from where it started.
 
 Shapes: log-probs ``[batch, trial, pos]``; advantages ``[batch, trial]`` or ``[batch, trial, pos]``;
-mask ``[batch, trial, pos]`` (1 for real tokens, 0 for padding).
+mask ``[batch, trial, pos]`` (1 for real tokens, 0 for padding). The preference losses take one number
+per preference pair (x, y_w, y_l), ``[batch]``: scores r(x, y) or whole-response log-probabilities log π(y | x).
 """
 
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 
-__all__ = ["AGGREGATIONS", "LOSS_MODES", "aggregate", "compute_loss", "kl_estimate", "policy_loss", "sft_loss"]
+__all__ = [
+    "AGGREGATIONS",
+    "LOSS_MODES",
+    "aggregate",
+    "bradley_terry_loss",
+    "compute_loss",
+    "dpo_loss",
+    "kl_estimate",
+    "policy_loss",
+    "sft_loss",
+]
 
 LOSS_MODES = ("naive", "unclipped", "clipped")
 AGGREGATIONS = ("sequence_mean", "token_mean", "constant")
@@ -298,3 +311,83 @@ def sft_loss(
     elif mask.shape != log_probs.shape:
         raise ValueError(f"shape mismatch: mask {list(mask.shape)}, log_probs {list(log_probs.shape)}")
     return aggregate(-log_probs, mask, aggregation, max_length, n_sequences=n_sequences, n_tokens=n_tokens)
+
+
+# ---------------------------------------------------------------------------------------------
+# Preference losses: one number per pair (x, y_w, y_l)
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_pair_of_vectors(names: tuple[str, ...], *tensors: torch.Tensor) -> None:
+    for name, t in zip(names, tensors):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a float tensor of shape [batch]; got {type(t).__name__}")
+        if t.dim() != 1:
+            raise ValueError(f"{name} must have shape [batch] (one number per pair); got {list(t.shape)}")
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be a float tensor; got dtype {t.dtype}")
+    shapes = {name: list(t.shape) for name, t in zip(names, tensors)}
+    if len({tuple(s) for s in shapes.values()}) > 1:
+        described = ", ".join(f"{name} {shape}" for name, shape in shapes.items())
+        raise ValueError(f"shape mismatch: {described}; all must be [batch], one entry per preference pair")
+
+
+def bradley_terry_loss(r_chosen: torch.Tensor, r_rejected: torch.Tensor) -> torch.Tensor:
+    """The negative log-likelihood of the preferences under Bradley–Terry, a scalar.
+
+        L = −mean_i log σ(r_chosen_i − r_rejected_i) = mean_i softplus(r_rejected_i − r_chosen_i)
+
+    r_chosen[batch], r_rejected[batch] (the scores of the preferred and the other response of each
+    pair) -> a 0-dim tensor. L = log 2 ≈ 0.693 when the model cannot tell the two apart (margin 0),
+    → 0 as the margins grow, and ≈ |margin| for a confidently wrong pair. ``F.logsigmoid`` keeps it
+    finite for any margin, where ``torch.log(torch.sigmoid(m))`` gives −inf once σ(m) underflows
+    (m ≲ −104 in float32). Only the difference of the two scores matters: adding a constant to
+    every reward leaves the loss unchanged, so a reward model is defined up to a shift.
+    """
+    _check_pair_of_vectors(("r_chosen", "r_rejected"), r_chosen, r_rejected)
+    return -F.logsigmoid(r_chosen - r_rejected).mean()
+
+
+def dpo_loss(
+    policy_chosen_logps: torch.Tensor,
+    policy_rejected_logps: torch.Tensor,
+    ref_chosen_logps: torch.Tensor,
+    ref_rejected_logps: torch.Tensor,
+    beta: float = 0.1,
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Direct Preference Optimisation (the sigmoid loss of Rafailov et al., 2023; TRL's naming).
+
+    Where it comes from: the KL-regularised objective max_π E[r(x, y)] − β KL(π ‖ π_ref) has the
+    closed-form optimum π*(y | x) = π_ref(y | x) exp(r(x, y) / β) / Z(x). Solved for the reward,
+
+        r(x, y) = β log π*(y | x) / π_ref(y | x) + β log Z(x),
+
+    and the unknown β log Z(x) cancels in the Bradley–Terry difference r(x, y_w) − r(x, y_l). So a
+    policy π_θ defines an *implicit reward* β log π_θ / π_ref, and fitting it to the preferences with
+    ``bradley_terry_loss`` trains the policy directly, without a reward model or sampling:
+
+        chosen_rewards   = β (log π_θ(y_w | x) − log π_ref(y_w | x))                   [batch]
+        rejected_rewards = β (log π_θ(y_l | x) − log π_ref(y_l | x))                   [batch]
+        L = −mean log σ(chosen_rewards − rejected_rewards)
+
+    Args:
+        policy_chosen_logps, policy_rejected_logps: log π_θ(y | x) of whole responses, ``[batch]``
+            (the sum of the token log-probs over the real tokens: ``minirl.preferences.response_log_probs``),
+            with gradient.
+        ref_chosen_logps, ref_rejected_logps: the same under the frozen reference π_ref, ``[batch]``.
+        beta: β > 0, the strength of the KL regularisation (small β: far from π_ref is cheap).
+
+    Returns:
+        ``(loss, chosen_rewards, rejected_rewards)``: the scalar loss (TRL returns the per-pair losses,
+        we take their mean) and the implicit rewards, detached (for logging, as in TRL). Their
+        difference is the reward margin (TRL's ``rewards/margins``), and ``(margin > 0).mean()`` the
+        preference accuracy (TRL's ``rewards/accuracies``).
+    """
+    names = ("policy_chosen_logps", "policy_rejected_logps", "ref_chosen_logps", "ref_rejected_logps")
+    _check_pair_of_vectors(names, policy_chosen_logps, policy_rejected_logps, ref_chosen_logps, ref_rejected_logps)
+    if not beta > 0:
+        raise ValueError(f"beta must be > 0; got {beta!r}")
+    chosen = beta * (policy_chosen_logps - ref_chosen_logps.detach())
+    rejected = beta * (policy_rejected_logps - ref_rejected_logps.detach())
+    loss = -F.logsigmoid(chosen - rejected).mean()
+    return loss, chosen.detach(), rejected.detach()

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from check_helpers import caught, run, stub
 
-import minirl.preferences as prefs
+from minirl import losses
 from minirl.checks import preferences as checks
 from minirl.checks.preferences import (
     check_bradley_terry_loss,
@@ -19,8 +19,8 @@ from minirl.checks.preferences import (
 from toy_envs.sorting import SortingTask
 
 REFERENCES = {
-    check_bradley_terry_loss: prefs.bradley_terry_loss,
-    check_dpo_loss: prefs.dpo_loss,
+    check_bradley_terry_loss: losses.bradley_terry_loss,
+    check_dpo_loss: losses.dpo_loss,
     check_per_position_reward: reference_per_position_reward,
 }
 by_check = pytest.mark.parametrize("check", list(REFERENCES), ids=lambda c: c.__name__)
@@ -56,14 +56,14 @@ def test_checks_leave_the_global_rng_alone(check, capsys):
 
 def test_hand_constants_match_the_references():
     for rc, rr, want, _ in [*checks.BT_HAND_CASES, checks.BT_BIG]:
-        assert prefs.bradley_terry_loss(torch.tensor(rc), torch.tensor(rr)).item() == pytest.approx(want, abs=1e-5)
+        assert losses.bradley_terry_loss(torch.tensor(rc), torch.tensor(rr)).item() == pytest.approx(want, abs=1e-5)
     logps = [torch.tensor(x) for x in checks.DPO_HAND_LOGPS]
     for beta, (loss, chosen, rejected) in checks.DPO_HAND.items():
-        got = prefs.dpo_loss(*logps, beta)
+        got = losses.dpo_loss(*logps, beta)
         assert got[0].item() == pytest.approx(loss, abs=1e-6)
         assert got[1].tolist() == pytest.approx(chosen) and got[2].tolist() == pytest.approx(rejected)
     beta, loss, chosen, rejected = checks.DPO_BIG
-    got = prefs.dpo_loss(*[torch.tensor(x) for x in checks.DPO_BIG_LOGPS], beta)
+    got = losses.dpo_loss(*[torch.tensor(x) for x in checks.DPO_BIG_LOGPS], beta)
     assert got[0].item() == pytest.approx(loss) and got[1].tolist() == chosen and got[2].tolist() == rejected
     prompts, responses = torch.tensor(checks.PROCESS_HAND_PROMPTS), torch.tensor(checks.PROCESS_HAND_RESPONSES)
     task = SortingTask(vocab_size=4, length=3)
@@ -96,7 +96,7 @@ def bt_per_pair(r_chosen, r_rejected):
 
 
 def bt_item(r_chosen, r_rejected):
-    return prefs.bradley_terry_loss(r_chosen, r_rejected).item()
+    return losses.bradley_terry_loss(r_chosen, r_rejected).item()
 
 
 def bt_in_place(r_chosen, r_rejected):
@@ -172,11 +172,11 @@ def dpo_with(*, reward="log_ratio", sign=-1.0, reverse=False, reduce="mean", bet
 
 
 def dpo_loss_only(pc, pr, rc, rr, beta):
-    return prefs.dpo_loss(pc, pr, rc, rr, beta)[0]
+    return losses.dpo_loss(pc, pr, rc, rr, beta)[0]
 
 
 def dpo_margin_and_loss(pc, pr, rc, rr, beta):
-    loss, chosen, rejected = prefs.dpo_loss(pc, pr, rc, rr, beta)
+    loss, chosen, rejected = losses.dpo_loss(pc, pr, rc, rr, beta)
     return loss, chosen - rejected
 
 
@@ -186,7 +186,7 @@ def dpo_from_detached_rewards(pc, pr, rc, rr, beta):
 
 
 def dpo_fixed_beta(pc, pr, rc, rr, beta):
-    return prefs.dpo_loss(pc, pr, rc, rr, 0.1)
+    return losses.dpo_loss(pc, pr, rc, rr, 0.1)
 
 
 def dpo_per_pair(pc, pr, rc, rr, beta):
@@ -195,7 +195,7 @@ def dpo_per_pair(pc, pr, rc, rr, beta):
 
 
 def dpo_mean_rewards(pc, pr, rc, rr, beta):
-    loss, chosen, rejected = prefs.dpo_loss(pc, pr, rc, rr, beta)
+    loss, chosen, rejected = losses.dpo_loss(pc, pr, rc, rr, beta)
     return loss, chosen.mean(), rejected.mean()
 
 
@@ -244,7 +244,7 @@ def test_dpo_softplus_form_is_accepted(capsys):
         return F.softplus(rejected - chosen).mean(), chosen.detach(), rejected.detach()
 
     assert run(check_dpo_loss, softplus_form, capsys)[0]
-    assert run(check_dpo_loss, lambda *a: list(prefs.dpo_loss(*a)), capsys)[0]
+    assert run(check_dpo_loss, lambda *a: list(losses.dpo_loss(*a)), capsys)[0]
 
 
 # ---- per_position_reward ---------------------------------------------------------------------------------

@@ -4,9 +4,10 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from minirl.advantages import compute_deltas, compute_gae, discounted_returns
-from minirl.losses import aggregate, compute_loss, kl_estimate, policy_loss
+from minirl.losses import aggregate, bradley_terry_loss, compute_loss, dpo_loss, kl_estimate, policy_loss
 
 
 def t(x):
@@ -343,3 +344,130 @@ def test_gae_does_not_leak_across_episode_end():
     torch.testing.assert_close(compute_gae(r, v, nv, done, 1.0, 1.0), t([10.0, 7.0]))
     with pytest.raises(ValueError, match="must share one shape"):
         compute_gae(r, v, t([1.0]), done)
+
+
+# ---- the preference losses: bradley_terry_loss, dpo_loss ----------------------------------------
+
+LOG2 = math.log(2.0)
+
+
+def softplus(x: float) -> float:
+    return math.log1p(math.exp(x))
+
+
+def test_bt_margin_zero_is_log_2():
+    r = torch.tensor([0.3, -1.2, 5.0])
+    assert bradley_terry_loss(r, r.clone()).item() == pytest.approx(LOG2, abs=1e-6)
+
+
+def test_bt_hand_value():
+    # margins 2, 0, −1, −0.5: mean of softplus(−margin)
+    got = bradley_terry_loss(torch.tensor([1.0, 0.5, -1.0, 2.0]), torch.tensor([-1.0, 0.5, 0.0, 2.5]))
+    want = (softplus(-2) + LOG2 + softplus(1) + softplus(0.5)) / 4
+    assert got.item() == pytest.approx(want, abs=1e-6)
+    assert want == pytest.approx(0.7768534658)
+
+
+@pytest.mark.parametrize("margin, want", [(1000.0, 0.0), (-1000.0, 1000.0), (200.0, 0.0), (-200.0, 200.0)])
+def test_bt_large_margins_are_finite(margin, want):
+    got = bradley_terry_loss(torch.tensor([margin / 2]), torch.tensor([-margin / 2]))
+    assert math.isfinite(got.item())
+    assert got.item() == pytest.approx(want, abs=1e-4)
+
+
+def test_bt_depends_only_on_the_difference():
+    gen = torch.Generator().manual_seed(0)
+    rc, rr = torch.randn(7, generator=gen), torch.randn(7, generator=gen)
+    torch.testing.assert_close(bradley_terry_loss(rc + 3.0, rr + 3.0), bradley_terry_loss(rc, rr))
+
+
+def test_bt_gradient_raises_chosen_and_lowers_rejected():
+    rc = torch.tensor([0.0, 1.0, -2.0], requires_grad=True)
+    rr = torch.tensor([0.0, 0.0, 0.0], requires_grad=True)
+    bradley_terry_loss(rc, rr).backward()
+    # dL/dr_c = −σ(−m)/N, dL/dr_r = +σ(−m)/N; at m = 0: ∓0.5/3
+    want = -torch.sigmoid(-(rc - rr).detach()) / 3
+    torch.testing.assert_close(rc.grad, want)
+    torch.testing.assert_close(rr.grad, -want)
+    assert (rc.grad < 0).all() and (rr.grad > 0).all()  # gradient descent raises r_chosen, lowers r_rejected
+    assert rc.grad[0].item() == pytest.approx(-0.5 / 3)
+
+
+def test_bt_errors_name_the_argument():
+    with pytest.raises(ValueError, match=r"r_rejected must have shape \[batch\]"):
+        bradley_terry_loss(torch.zeros(3), torch.zeros(3, 1))
+    with pytest.raises(ValueError, match=r"shape mismatch: r_chosen \[3\], r_rejected \[2\]"):
+        bradley_terry_loss(torch.zeros(3), torch.zeros(2))
+    with pytest.raises(TypeError, match="r_chosen must be a float tensor"):
+        bradley_terry_loss(torch.zeros(3, dtype=torch.long), torch.zeros(3))
+
+
+# ---- dpo_loss ---------------------------------------------------------------------------------------
+
+PC, PR, RC, RR = (torch.tensor(x) for x in ([-5.0, -8.0], [-7.0, -6.0], [-6.0, -8.0], [-6.0, -7.0]))
+
+
+@pytest.mark.parametrize("beta, want_loss, want_chosen, want_rejected", [
+    # log-ratios chosen [1, 0], rejected [−1, 1]; margins β·[2, −1]
+    (0.5, (softplus(-1.0) + softplus(0.5)) / 2, [0.5, 0.0], [-0.5, 0.5]),
+    (0.1, (softplus(-0.2) + softplus(0.1)) / 2, [0.1, 0.0], [-0.1, 0.1]),
+])
+def test_dpo_hand_numbers(beta, want_loss, want_chosen, want_rejected):
+    loss, chosen, rejected = dpo_loss(PC, PR, RC, RR, beta)
+    assert loss.item() == pytest.approx(want_loss, abs=1e-6)
+    torch.testing.assert_close(chosen, torch.tensor(want_chosen))
+    torch.testing.assert_close(rejected, torch.tensor(want_rejected))
+    torch.testing.assert_close(chosen - rejected, beta * torch.tensor([2.0, -1.0]))  # the margins
+    assert {0.5: 0.6436693358, 0.1: 0.6712677647}[beta] == pytest.approx(want_loss)
+
+
+def test_dpo_is_bradley_terry_on_the_implicit_rewards():
+    gen = torch.Generator().manual_seed(1)
+    pc, pr, rc, rr = (-10 * torch.rand(8, generator=gen) for _ in range(4))
+    for beta in (0.05, 0.1, 1.0):
+        loss, chosen, rejected = dpo_loss(pc, pr, rc, rr, beta)
+        torch.testing.assert_close(chosen, beta * (pc - rc))
+        torch.testing.assert_close(rejected, beta * (pr - rr))
+        torch.testing.assert_close(loss, bradley_terry_loss(chosen, rejected))
+
+
+def test_dpo_at_the_reference_is_log_2_and_default_beta():
+    pc, pr = torch.tensor([-3.0, -9.0]), torch.tensor([-4.0, -1.0])
+    loss, chosen, rejected = dpo_loss(pc, pr, pc.clone(), pr.clone())  # π_θ = π_ref
+    assert loss.item() == pytest.approx(LOG2)
+    assert chosen.abs().max() == 0 and rejected.abs().max() == 0
+    loss, chosen, _ = dpo_loss(PC, PR, RC, RR)
+    torch.testing.assert_close(chosen, torch.tensor([0.1, 0.0]))  # beta = 0.1 by default, as in TRL
+
+
+def test_dpo_gradient_and_detached_rewards():
+    pc, pr = PC.clone().requires_grad_(True), PR.clone().requires_grad_(True)
+    rc, rr = RC.clone().requires_grad_(True), RR.clone().requires_grad_(True)
+    loss, chosen, rejected = dpo_loss(pc, pr, rc, rr, 0.5)
+    assert not chosen.requires_grad and not rejected.requires_grad
+    loss.backward()
+    # dL/d log π(y_w) = −β σ(−margin) / N, margins [1, −0.5]
+    want = -0.5 * torch.sigmoid(-torch.tensor([1.0, -0.5])) / 2
+    torch.testing.assert_close(pc.grad, want)
+    torch.testing.assert_close(pr.grad, -want)
+    assert rc.grad is None and rr.grad is None  # the reference is frozen
+
+
+def test_dpo_large_margins_are_finite():
+    loss, _, _ = dpo_loss(torch.tensor([-400.0]), torch.tensor([-5.0]), torch.tensor([-10.0]),
+                          torch.tensor([-6.0]), 0.5)
+    assert loss.item() == pytest.approx(195.5)
+
+
+def test_dpo_errors():
+    with pytest.raises(ValueError, match="beta must be > 0"):
+        dpo_loss(PC, PR, RC, RR, 0.0)
+    with pytest.raises(ValueError, match=r"ref_rejected_logps must have shape \[batch\]"):
+        dpo_loss(PC, PR, RC, RR.unsqueeze(0))
+    with pytest.raises(ValueError, match="shape mismatch"):
+        dpo_loss(PC, PR, RC, RR[:1])
+
+
+def test_bt_loss_equals_logsigmoid_form():
+    r = torch.randn(2, 5, generator=torch.Generator().manual_seed(4))
+    torch.testing.assert_close(bradley_terry_loss(r[0], r[1]), F.softplus(r[1] - r[0]).mean())

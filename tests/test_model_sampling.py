@@ -1,4 +1,4 @@
-"""TinyEncoderDecoder, sampling and log-probabilities."""
+"""TinyEncoderDecoder, the reward model on the same encoder, sampling and log-probabilities."""
 
 import math
 
@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from einops import einsum
 
 from minirl import TinyEncoderDecoder, compute_log_probs, greedy_responses, sample_responses, token_entropy
+from minirl.model import LearnedReward, RewardModel, encode
 
 
 def small_model(seed=0, vocab=5, dim=4, length=3):
@@ -90,3 +91,49 @@ def test_compute_log_probs_values():
     assert (lp <= 0).all()
     with pytest.raises(ValueError, match=r"responses must have shape \[batch, trial, pos\] with batch = 1"):
         compute_log_probs(prompts, responses[0], model)
+
+
+# ---- the reward model ---------------------------------------------------------------------------
+
+
+def test_reward_model_shapes_and_groups():
+    model = RewardModel(6, 8, 4, 3, generator=torch.Generator().manual_seed(0))
+    prompts = torch.randint(0, 6, (5, 4))
+    responses = torch.randint(0, 6, (5, 2, 3))
+    grouped = model(prompts, responses)
+    assert grouped.shape == (5, 2)
+    torch.testing.assert_close(grouped[:, 1], model(prompts, responses[:, 1]))
+    assert model(prompts, responses[:, 0]).shape == (5,)
+    torch.testing.assert_close(LearnedReward(model)(prompts, responses), grouped.detach())
+    assert not LearnedReward(model)(prompts, responses).requires_grad
+    with pytest.raises(ValueError, match=r"prompts must have shape \[batch, pos\] = \[batch, 4\]"):
+        model(prompts[:, :3], responses)
+    with pytest.raises(ValueError, match="responses must have shape"):
+        model(prompts, responses[..., :2])
+
+
+def test_reward_model_seeded_and_from_policy():
+    a = RewardModel(5, 4, 3, 3, generator=torch.Generator().manual_seed(3))
+    b = RewardModel(5, 4, 3, 3, generator=torch.Generator().manual_seed(3))
+    for pa, pb in zip(a.parameters(), b.parameters()):
+        assert torch.equal(pa, pb)
+    policy = TinyEncoderDecoder(5, 4, 3, 3, generator=torch.Generator().manual_seed(0))
+    model = RewardModel.from_policy(policy)
+    assert torch.equal(model.embedding, policy.embedding) and torch.equal(model.prompt_weights, policy.encode_weights)
+    assert model.embedding.data_ptr() != policy.embedding.data_ptr()  # a copy, not shared
+
+
+def test_encode_by_hand_and_shared_by_both_models():
+    gen = torch.Generator().manual_seed(5)
+    embedding, weights = torch.randn(5, 4, generator=gen), torch.randn(3, 4, 2, generator=gen)
+    tokens = torch.tensor([[[3, 1, 2], [0, 0, 4]]])  # [batch 1, trial 2, pos 3]
+    h = encode(embedding, weights, tokens)
+    assert h.shape == (1, 2, 2)
+    torch.testing.assert_close(h[0, 1], sum(embedding[tokens[0, 1, i]] @ weights[i] for i in range(3)))
+    torch.testing.assert_close(encode(embedding, weights, tokens[:, 1]), h[:, 1])
+    # the reward model started from a policy encodes prompts exactly as the policy does
+    policy = TinyEncoderDecoder(5, 4, 3, 3, generator=torch.Generator().manual_seed(0))
+    reward_model = RewardModel.from_policy(policy)
+    prompts = torch.tensor([[3, 1, 2], [0, 0, 4]])
+    torch.testing.assert_close(encode(reward_model.embedding, reward_model.prompt_weights, prompts),
+                               encode(policy.embedding, policy.encode_weights, prompts))

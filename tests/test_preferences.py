@@ -1,4 +1,6 @@
-"""Bradley–Terry, DPO, the reward model and preference pairs, against hand-computed numbers."""
+"""Preference pairs, whole-response log-probabilities and the reward model's trainer, against
+hand-computed numbers. (The Bradley–Terry and DPO losses are tested in test_losses.py, the reward
+model itself in test_model_sampling.py.)"""
 
 from __future__ import annotations
 
@@ -8,16 +10,13 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from minirl.losses import bradley_terry_loss
 from minirl.model import TinyEncoderDecoder
 from minirl.preferences import (
-    LearnedReward,
     PreferencePairs,
-    RewardModel,
-    bradley_terry_loss,
-    dpo_loss,
     make_preference_pairs,
     pairwise_accuracy,
-    sequence_log_probs,
+    response_log_probs,
     train_reward_model,
 )
 from minirl.sampling import compute_log_probs
@@ -26,168 +25,24 @@ from toy_envs.sorting import SortingTask
 LOG2 = math.log(2.0)
 
 
-def softplus(x: float) -> float:
-    return math.log1p(math.exp(x))
+# ---- whole-response log-probabilities -----------------------------------------------------------
 
 
-# ---- bradley_terry_loss -------------------------------------------------------------------------
-
-
-def test_bt_margin_zero_is_log_2():
-    r = torch.tensor([0.3, -1.2, 5.0])
-    assert bradley_terry_loss(r, r.clone()).item() == pytest.approx(LOG2, abs=1e-6)
-
-
-def test_bt_hand_value():
-    # margins 2, 0, −1, −0.5: mean of softplus(−margin)
-    got = bradley_terry_loss(torch.tensor([1.0, 0.5, -1.0, 2.0]), torch.tensor([-1.0, 0.5, 0.0, 2.5]))
-    want = (softplus(-2) + LOG2 + softplus(1) + softplus(0.5)) / 4
-    assert got.item() == pytest.approx(want, abs=1e-6)
-    assert want == pytest.approx(0.7768534658)
-
-
-@pytest.mark.parametrize("margin, want", [(1000.0, 0.0), (-1000.0, 1000.0), (200.0, 0.0), (-200.0, 200.0)])
-def test_bt_large_margins_are_finite(margin, want):
-    got = bradley_terry_loss(torch.tensor([margin / 2]), torch.tensor([-margin / 2]))
-    assert math.isfinite(got.item())
-    assert got.item() == pytest.approx(want, abs=1e-4)
-
-
-def test_bt_depends_only_on_the_difference():
-    gen = torch.Generator().manual_seed(0)
-    rc, rr = torch.randn(7, generator=gen), torch.randn(7, generator=gen)
-    torch.testing.assert_close(bradley_terry_loss(rc + 3.0, rr + 3.0), bradley_terry_loss(rc, rr))
-
-
-def test_bt_gradient_raises_chosen_and_lowers_rejected():
-    rc = torch.tensor([0.0, 1.0, -2.0], requires_grad=True)
-    rr = torch.tensor([0.0, 0.0, 0.0], requires_grad=True)
-    bradley_terry_loss(rc, rr).backward()
-    # dL/dr_c = −σ(−m)/N, dL/dr_r = +σ(−m)/N; at m = 0: ∓0.5/3
-    want = -torch.sigmoid(-(rc - rr).detach()) / 3
-    torch.testing.assert_close(rc.grad, want)
-    torch.testing.assert_close(rr.grad, -want)
-    assert (rc.grad < 0).all() and (rr.grad > 0).all()  # gradient descent raises r_chosen, lowers r_rejected
-    assert rc.grad[0].item() == pytest.approx(-0.5 / 3)
-
-
-def test_bt_errors_name_the_argument():
-    with pytest.raises(ValueError, match=r"r_rejected must have shape \[batch\]"):
-        bradley_terry_loss(torch.zeros(3), torch.zeros(3, 1))
-    with pytest.raises(ValueError, match=r"shape mismatch: r_chosen \[3\], r_rejected \[2\]"):
-        bradley_terry_loss(torch.zeros(3), torch.zeros(2))
-    with pytest.raises(TypeError, match="r_chosen must be a float tensor"):
-        bradley_terry_loss(torch.zeros(3, dtype=torch.long), torch.zeros(3))
-
-
-# ---- dpo_loss ---------------------------------------------------------------------------------------
-
-PC, PR, RC, RR = (torch.tensor(x) for x in ([-5.0, -8.0], [-7.0, -6.0], [-6.0, -8.0], [-6.0, -7.0]))
-
-
-@pytest.mark.parametrize("beta, want_loss, want_chosen, want_rejected", [
-    # log-ratios chosen [1, 0], rejected [−1, 1]; margins β·[2, −1]
-    (0.5, (softplus(-1.0) + softplus(0.5)) / 2, [0.5, 0.0], [-0.5, 0.5]),
-    (0.1, (softplus(-0.2) + softplus(0.1)) / 2, [0.1, 0.0], [-0.1, 0.1]),
-])
-def test_dpo_hand_numbers(beta, want_loss, want_chosen, want_rejected):
-    loss, chosen, rejected = dpo_loss(PC, PR, RC, RR, beta)
-    assert loss.item() == pytest.approx(want_loss, abs=1e-6)
-    torch.testing.assert_close(chosen, torch.tensor(want_chosen))
-    torch.testing.assert_close(rejected, torch.tensor(want_rejected))
-    torch.testing.assert_close(chosen - rejected, beta * torch.tensor([2.0, -1.0]))  # the margins
-    assert {0.5: 0.6436693358, 0.1: 0.6712677647}[beta] == pytest.approx(want_loss)
-
-
-def test_dpo_is_bradley_terry_on_the_implicit_rewards():
-    gen = torch.Generator().manual_seed(1)
-    pc, pr, rc, rr = (-10 * torch.rand(8, generator=gen) for _ in range(4))
-    for beta in (0.05, 0.1, 1.0):
-        loss, chosen, rejected = dpo_loss(pc, pr, rc, rr, beta)
-        torch.testing.assert_close(chosen, beta * (pc - rc))
-        torch.testing.assert_close(rejected, beta * (pr - rr))
-        torch.testing.assert_close(loss, bradley_terry_loss(chosen, rejected))
-
-
-def test_dpo_at_the_reference_is_log_2_and_default_beta():
-    pc, pr = torch.tensor([-3.0, -9.0]), torch.tensor([-4.0, -1.0])
-    loss, chosen, rejected = dpo_loss(pc, pr, pc.clone(), pr.clone())  # π_θ = π_ref
-    assert loss.item() == pytest.approx(LOG2)
-    assert chosen.abs().max() == 0 and rejected.abs().max() == 0
-    loss, chosen, _ = dpo_loss(PC, PR, RC, RR)
-    torch.testing.assert_close(chosen, torch.tensor([0.1, 0.0]))  # beta = 0.1 by default, as in TRL
-
-
-def test_dpo_gradient_and_detached_rewards():
-    pc, pr = PC.clone().requires_grad_(True), PR.clone().requires_grad_(True)
-    rc, rr = RC.clone().requires_grad_(True), RR.clone().requires_grad_(True)
-    loss, chosen, rejected = dpo_loss(pc, pr, rc, rr, 0.5)
-    assert not chosen.requires_grad and not rejected.requires_grad
-    loss.backward()
-    # dL/d log π(y_w) = −β σ(−margin) / N, margins [1, −0.5]
-    want = -0.5 * torch.sigmoid(-torch.tensor([1.0, -0.5])) / 2
-    torch.testing.assert_close(pc.grad, want)
-    torch.testing.assert_close(pr.grad, -want)
-    assert rc.grad is None and rr.grad is None  # the reference is frozen
-
-
-def test_dpo_large_margins_are_finite():
-    loss, _, _ = dpo_loss(torch.tensor([-400.0]), torch.tensor([-5.0]), torch.tensor([-10.0]),
-                          torch.tensor([-6.0]), 0.5)
-    assert loss.item() == pytest.approx(195.5)
-
-
-def test_dpo_errors():
-    with pytest.raises(ValueError, match="beta must be > 0"):
-        dpo_loss(PC, PR, RC, RR, 0.0)
-    with pytest.raises(ValueError, match=r"ref_rejected_logps must have shape \[batch\]"):
-        dpo_loss(PC, PR, RC, RR.unsqueeze(0))
-    with pytest.raises(ValueError, match="shape mismatch"):
-        dpo_loss(PC, PR, RC, RR[:1])
-
-
-def test_sequence_log_probs_sums_token_log_probs():
+def test_response_log_probs_sums_token_log_probs():
     model = TinyEncoderDecoder(5, 4, 3, 3, generator=torch.Generator().manual_seed(0))
     prompts = torch.tensor([[0, 1, 2], [4, 4, 1]])
     responses = torch.tensor([[1, 2, 0], [3, 3, 4]])
     tokens = compute_log_probs(prompts, responses.unsqueeze(1), model).squeeze(1)
-    torch.testing.assert_close(sequence_log_probs(model, prompts, responses), tokens.sum(-1))
+    torch.testing.assert_close(response_log_probs(model, prompts, responses), tokens.sum(-1))
     mask = torch.tensor([[1, 1, 0], [1, 0, 0]])
-    torch.testing.assert_close(sequence_log_probs(model, prompts, responses, mask), (tokens * mask).sum(-1))
-    grouped = sequence_log_probs(model, prompts, responses.unsqueeze(1))
+    torch.testing.assert_close(response_log_probs(model, prompts, responses, mask), (tokens * mask).sum(-1))
+    grouped = response_log_probs(model, prompts, responses.unsqueeze(1))
     assert grouped.shape == (2, 1)
     with pytest.raises(ValueError, match="mask must have the shape of responses"):
-        sequence_log_probs(model, prompts, responses, mask[:, :2])
+        response_log_probs(model, prompts, responses, mask[:, :2])
 
 
-# ---- the reward model -------------------------------------------------------------------------------
-
-
-def test_reward_model_shapes_and_groups():
-    model = RewardModel(6, 8, 4, 3, generator=torch.Generator().manual_seed(0))
-    prompts = torch.randint(0, 6, (5, 4))
-    responses = torch.randint(0, 6, (5, 2, 3))
-    grouped = model(prompts, responses)
-    assert grouped.shape == (5, 2)
-    torch.testing.assert_close(grouped[:, 1], model(prompts, responses[:, 1]))
-    assert model(prompts, responses[:, 0]).shape == (5,)
-    torch.testing.assert_close(LearnedReward(model)(prompts, responses), grouped.detach())
-    assert not LearnedReward(model)(prompts, responses).requires_grad
-    with pytest.raises(ValueError, match=r"prompts must have shape \[batch, pos\] = \[batch, 4\]"):
-        model(prompts[:, :3], responses)
-    with pytest.raises(ValueError, match="responses must have shape"):
-        model(prompts, responses[..., :2])
-
-
-def test_reward_model_seeded_and_from_policy():
-    a = RewardModel(5, 4, 3, 3, generator=torch.Generator().manual_seed(3))
-    b = RewardModel(5, 4, 3, 3, generator=torch.Generator().manual_seed(3))
-    for pa, pb in zip(a.parameters(), b.parameters()):
-        assert torch.equal(pa, pb)
-    policy = TinyEncoderDecoder(5, 4, 3, 3, generator=torch.Generator().manual_seed(0))
-    model = RewardModel.from_policy(policy)
-    assert torch.equal(model.embedding, policy.embedding) and torch.equal(model.prompt_weights, policy.encode_weights)
-    assert model.embedding.data_ptr() != policy.embedding.data_ptr()  # a copy, not shared
+# ---- pairwise accuracy -------------------------------------------------------------------------
 
 
 def test_pairwise_accuracy_by_hand():
@@ -273,10 +128,12 @@ def test_reward_model_learns_the_hidden_scorer():
     final = history.evals[-1]
     assert final["val_true_accuracy"] >= 0.9, final  # measured 0.96
     assert final["val_accuracy"] >= 0.85, final  # measured 0.906; the 5% flipped labels cap it near 0.95
-    assert history.evals[0]["val_true_accuracy"] < final["val_true_accuracy"]
+    assert history.evals[0]["val_true_accuracy"] < history.evals[1]["val_true_accuracy"] < final["val_true_accuracy"]
     assert history["loss"][-20:].mean() < history["loss"][:20].mean() < LOG2 + 0.1
     assert set(history.metrics) == {"step", "epoch", "loss", "accuracy"}
-    assert len(history.evals) == 6 and history.evals[-1]["step"] == len(history)
+    # evaluated before the first epoch and after each one
+    assert [e["epoch"] for e in history.evals] == [0, 1, 2, 3, 4, 5, 6]
+    assert history.evals[0]["step"] == 0 and history.evals[-1]["step"] == len(history)
     # on fresh pairs, scored against the hidden scorer
     fresh = make_preference_pairs(TASK, 1000, torch.Generator().manual_seed(99), noise=0.0)
     assert pairwise_accuracy(model, fresh) >= 0.9
@@ -293,6 +150,33 @@ def test_training_is_seeded():
     assert h3.evals[-1]["val_accuracy"] == pairwise_accuracy(model, val)
 
 
-def test_bt_loss_equals_logsigmoid_form():
-    r = torch.randn(2, 5, generator=torch.Generator().manual_seed(4))
-    torch.testing.assert_close(bradley_terry_loss(r[0], r[1]), F.softplus(r[1] - r[0]).mean())
+def test_eval_every_and_errors():
+    pairs = make_preference_pairs(TASK, 200, torch.Generator().manual_seed(0))
+    _, every_2 = train_reward_model(pairs, epochs=5, eval_every=2, embedding_dim=8, hidden_dim=8)
+    assert [e["epoch"] for e in every_2.evals] == [0, 2, 4, 5]  # and always after the last epoch
+    _, at_end = train_reward_model(pairs, epochs=3, eval_every=0, embedding_dim=8, hidden_dim=8)
+    assert [e["epoch"] for e in at_end.evals] == [3]
+    assert at_end.records == train_reward_model(pairs, epochs=3, embedding_dim=8, hidden_dim=8)[1].records
+    with pytest.raises(ValueError, match="eval_every must be >= 0"):
+        train_reward_model(pairs, eval_every=-1)
+
+
+def test_loss_fn_is_what_is_minimised():
+    """The default loss_fn is bradley_terry_loss; another pair loss is used as given."""
+    pairs = make_preference_pairs(TASK, 200, torch.Generator().manual_seed(0))
+    small = dict(epochs=2, embedding_dim=8, hidden_dim=8, seed=1)
+    _, default = train_reward_model(pairs, **small)
+    _, explicit = train_reward_model(pairs, loss_fn=bradley_terry_loss, **small)
+    assert default.records == explicit.records
+
+    seen = []
+
+    def hinge(r_chosen, r_rejected):  # a margin loss: 0 once chosen beats rejected by 1
+        seen.append(r_chosen.shape)
+        return F.relu(1.0 - (r_chosen - r_rejected)).mean()
+
+    model, hinged = train_reward_model(pairs, loss_fn=hinge, **small)
+    assert len(seen) == len(hinged) and seen[0] == (64,)
+    assert hinged.records[0]["loss"] != default.records[0]["loss"]
+    with pytest.raises(ValueError, match=r"loss_fn\(r_chosen, r_rejected\) must return a scalar"):
+        train_reward_model(pairs, loss_fn=lambda c, r: F.softplus(r - c), **small)  # the mean forgotten

@@ -6,8 +6,8 @@
     check_per_position_reward(fn)    fn(prompts[batch, pos], responses[batch, trial, pos]) -> [batch, trial, pos]
 
 Expected values are hand-computed constants (margins 0, ±1, ±2, ±200; β = 0.1 and 0.5) and the
-references on seeded random inputs: ``minirl.preferences.bradley_terry_loss``,
-``minirl.preferences.dpo_loss`` and ``reference_per_position_reward`` (the process reward of
+references on seeded random inputs: ``minirl.losses.bradley_terry_loss``,
+``minirl.losses.dpo_loss`` and ``reference_per_position_reward`` (the process reward of
 ``SortingTask.per_position_rewards``). Never the learner's own function. When a result is wrong, each
 check compares it with the results of the usual mistakes (a flipped sign, the margin reversed, a sum
 instead of the mean, log(sigmoid(·)) that overflows, β or the reference forgotten, probabilities for
@@ -29,8 +29,8 @@ import torch
 import torch.nn.functional as F
 
 from minirl.checks._core import ATOL, RTOL, Check, _close, exercise_check
-from minirl.preferences import bradley_terry_loss as _ref_bradley_terry_loss
-from minirl.preferences import dpo_loss as _ref_dpo_loss
+from minirl.losses import bradley_terry_loss as _ref_bradley_terry_loss
+from minirl.losses import dpo_loss as _ref_dpo_loss
 
 __all__ = [
     "check_bradley_terry_loss",
