@@ -1,34 +1,137 @@
-"""The ``minirl`` command: train one run, compare algorithms over seeds, run the benchmark.
+"""The ``minirl`` command: the ladder demo, one training run, a comparison over seeds, the benchmark.
 
+    minirl ladder  --seeds 3 --plot reward_curves.png          # the main job: six rungs, one knob apart
     minirl train   --task sorting --algo grpo --steps 300 --seed 0 --plot grpo.png
+    minirl train   --task sorting --algo clipped --set inner_epochs=8 --set clip_eps_low=0.1
     minirl compare --task sorting --algos naive,baselined,clipped,grpo --seeds 3 --plot curves.png
     minirl compare --task maze --algos reinforce,reinforce_baseline,ppo --seeds 3 --plot maze.png
     minirl compare --task variable_sorting --length 4 --algos grpo,dapo,dr_grpo --seeds 3 --plot lengths.png
     minirl train   --task text_sort --model smollm2-135m --algo grpo --steps 40 --plot smollm2.png
     minirl train   --task text_sort --model tiny --plot tiny_lm.png
     minirl bench   [--lm | --trl]
+
+The training flags are generated from the config dataclasses (``TrainConfig`` for the sorting and text tasks,
+``MazeTrainConfig`` for the maze), with their docstrings as help; a flag left out keeps the config's (or the
+language-model recipe's) default. ``--set knob=value`` changes any ``AlgoConfig`` knob of the chosen algorithm.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+import re
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from minirl.algorithms import ALGORITHMS
+from minirl.algorithms import ALGORITHMS, AlgoConfig
 from minirl.history import History
+from minirl.maze_rl import MAZE_ALGORITHMS, MazeTrainConfig
+from minirl.train import TrainConfig
 from toy_envs.sorting import REWARDS, SortingTask
 from toy_envs.variable_sorting import VARIABLE_REWARDS, VariableLengthSortingTask
 
-__all__ = ["main"]
+__all__ = ["build_parser", "main", "text_run_settings"]
 
 TASKS = ("sorting", "variable_sorting", "maze", "text_sort", "text_add")
 TEXT_TASK_NAMES = ("text_sort", "text_add")
+# fields with flags of their own (or none): the task, the algorithm, the seed, the progress bar, the device
+TRAIN_FLAGS_EXCLUDED = {"task", "algo", "seed", "progress", "device"}
+MAZE_FLAGS_EXCLUDED = {"method", "seed", "layout", "progress"}
 
+
+# ---- flags from dataclasses ---------------------------------------------------------------------------------
+
+def field_help(cls) -> dict[str, str]:
+    """``{field: text}`` from the ``Attributes:`` section of a dataclass's docstring (``a, b: text`` gives both)."""
+    doc = (cls.__doc__ or "").split("Attributes:", 1)
+    if len(doc) < 2:
+        return {}
+    out, names = {}, []
+    for line in doc[1].splitlines():
+        match = re.match(r"^ {8}([a-z_][a-z_0-9, ]*):\s*(.*)$", line)
+        if match:
+            names = [n.strip() for n in match.group(1).split(",")]
+            for name in names:
+                out[name] = match.group(2)
+        elif line.startswith(" " * 12) and names:
+            for name in names:
+                out[name] += " " + line.strip()
+    return {k: v.replace("%", "%%") for k, v in out.items()}
+
+
+def _typed(annotation: str):
+    """An argparse ``type`` for a field annotated ``int``, ``float | None``, ``str``... (``none`` gives None)."""
+    base = "int" if re.search(r"\bint\b", annotation) else "float" if "float" in annotation else "str"
+    convert = {"int": int, "float": float, "str": str}[base]
+
+    def parse(text: str):
+        if "None" in annotation and text.lower() == "none":
+            return None
+        try:
+            return convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {annotation}; got {text!r}") from None
+
+    parse.__name__ = base
+    return parse
+
+
+def add_config_flags(parser, cls, excluded: set[str], seen: set[str]) -> None:
+    """One ``--field-name`` flag per field of dataclass ``cls`` (default None: keep the config's default)."""
+    helps = field_help(cls)
+    for f in dataclasses.fields(cls):
+        if f.name in excluded or f.name in seen:
+            continue
+        seen.add(f.name)
+        flag = "--" + f.name.replace("_", "-")
+        default = f.default if f.default is not dataclasses.MISSING else None
+        text = f"{helps.get(f.name, '')} (default: {default})"
+        if str(f.type).startswith("bool"):
+            parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=text)
+        else:
+            parser.add_argument(flag, dest=f.name, type=_typed(str(f.type)), default=None, help=text,
+                                metavar=f.name.upper())
+
+
+def _given(args: argparse.Namespace, cls, excluded: set[str]) -> dict:
+    """The flags of ``cls``'s fields that were given on the command line."""
+    return {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
+            if f.name not in excluded and getattr(args, f.name, None) is not None}
+
+
+def _knob_changes(pairs: list[str]) -> dict:
+    """``--set knob=value`` pairs as AlgoConfig changes, each value parsed by the knob's type."""
+    types = {f.name: str(f.type) for f in dataclasses.fields(AlgoConfig) if f.name != "name"}
+    changes = {}
+    for pair in pairs:
+        knob, sep, value = pair.partition("=")
+        if not sep or knob not in types:
+            raise ValueError(f"--set expects knob=value with a knob of AlgoConfig {sorted(types)}; got {pair!r}")
+        if types[knob].startswith("bool"):
+            if value.lower() not in ("true", "false"):
+                raise ValueError(f"--set {knob} expects true or false; got {value!r}")
+            changes[knob] = value.lower() == "true"
+        else:
+            try:
+                changes[knob] = _typed(types[knob])(value)
+            except argparse.ArgumentTypeError as err:
+                raise ValueError(f"--set {knob}: {err}") from None
+    return changes
+
+
+def _algorithm(name: str, changes: dict) -> AlgoConfig:
+    """The preset with the ``--set`` changes; its label lists them (``clipped[inner_epochs=8]``)."""
+    algo = ALGORITHMS[name]
+    if not changes:
+        return algo
+    label = f"{name}[{','.join(f'{k}={v}' for k, v in changes.items())}]"
+    return algo.with_(name=label, **changes)
+
+
+# ---- building the runs ----------------------------------------------------------------------------------------
 
 def _is_maze(task: str) -> bool:
     return task == "maze"
@@ -48,67 +151,54 @@ def _make_task(args: argparse.Namespace) -> SortingTask | VariableLengthSortingT
     return SortingTask(vocab_size=args.vocab_size, length=args.length, reward=args.reward)
 
 
-def _maze_algorithms() -> tuple[str, ...]:
-    from minirl.maze_rl import MAZE_ALGORITHMS
-
-    return tuple(MAZE_ALGORITHMS)
-
-
-def _sorting_config(args: argparse.Namespace, algo: str, seed: int):
-    from minirl.train import TrainConfig
-
-    overrides = {
-        "steps": args.steps,
-        "learning_rate": args.lr,
-        "prompts_per_step": args.prompts_per_step,
-        "group_size": args.group_size,
-        "embedding_dim": args.embedding_dim,
-        "max_seconds": args.max_seconds,
-    }
-    return TrainConfig(
-        task=_make_task(args),
-        algo=algo,
-        seed=seed,
-        progress=not args.no_progress,
-        **{k: v for k, v in overrides.items() if v is not None},
-    )
+def _check_flags(args: argparse.Namespace) -> None:
+    """Flags that do not apply to the chosen task are an error, not silently ignored."""
+    train_fields, maze_fields = ({f.name for f in dataclasses.fields(c)} for c in (TrainConfig, MazeTrainConfig))
+    maze_only = set(_given(args, MazeTrainConfig, MAZE_FLAGS_EXCLUDED)) - train_fields
+    train_only = set(_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)) - maze_fields
+    if _is_maze(args.task):
+        if train_only or args.set:
+            wrong = sorted(train_only) + (["set"] if args.set else [])
+            raise SystemExit(f"minirl: {', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to "
+                             f"--task maze (its knobs: {sorted(_given_names(MazeTrainConfig, MAZE_FLAGS_EXCLUDED))})")
+    elif maze_only:
+        raise SystemExit(f"minirl: {', '.join('--' + w.replace('_', '-') for w in sorted(maze_only))} appl(ies) to "
+                         f"--task maze only")
 
 
-def run_one(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
-    """Train one (task, algorithm, seed); return its History and a one-line summary."""
-    start = time.perf_counter()
-    if _is_text(args.task):
-        return _run_text(args, algo, seed)
-    if not _is_maze(args.task):
-        from minirl.train import train
+def _given_names(cls, excluded: set[str]) -> list[str]:
+    return [f.name for f in dataclasses.fields(cls) if f.name not in excluded]
 
-        _, history = train(_sorting_config(args, algo, seed))
-        last = history.evals[-1]
-        summary = (f"{algo:>12} seed {seed}: {len(history)} steps in {time.perf_counter() - start:5.1f} s, "
-                   f"reward {history.last('reward', 10):.2f}, greedy exact {last['greedy_exact']:.1%} "
-                   f"on held-out prompts")
-    else:
-        from minirl.maze_rl import MazeTrainConfig, train_maze
 
-        overrides = {"steps": args.steps, "learning_rate": args.lr}
-        config = MazeTrainConfig(method=algo, seed=seed, progress=not args.no_progress,
-                                 **{k: v for k, v in overrides.items() if v is not None})
-        _, _, history = train_maze(config)
-        last = history.evals[-1]
-        summary = (f"{algo:>18} seed {seed}: {int(history['episodes'][-1])} episodes in "
-                   f"{time.perf_counter() - start:5.1f} s, mean return {history.last('reward', 10):.2f}, "
-                   f"greedy success {last['greedy_success']:.0%}, exact expected return {last['exact_return']:.2f}")
-    return history, summary
+def _config(args: argparse.Namespace, algo: str, seed: int, progress: bool):
+    """The TrainConfig or MazeTrainConfig of one (algorithm, seed) on a toy task."""
+    if _is_maze(args.task):
+        return MazeTrainConfig(method=algo, seed=seed, progress=progress,
+                               **_given(args, MazeTrainConfig, MAZE_FLAGS_EXCLUDED))
+    return TrainConfig(task=_make_task(args), algo=_algorithm(algo, _knob_changes(args.set)), seed=seed,
+                       progress=progress, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED))
+
+
+def run_summary(task: str, label: str, history: History) -> str:
+    """One line for one finished toy run."""
+    last, seconds = history.evals[-1], history.records[-1]["wall_time"]
+    if _is_maze(task):
+        return (f"{label:>18} seed {history.seed}: {int(history['episodes'][-1])} episodes in {seconds:5.1f} s, "
+                f"mean return {history.last('reward', 10):.2f}, greedy success {last['greedy_success']:.0%}, "
+                f"exact expected return {last['exact_return']:.2f}")
+    return (f"{label:>12} seed {history.seed}: {len(history)} steps in {seconds:5.1f} s, reward "
+            f"{history.last('reward', 10):.2f}, greedy exact {last['greedy_exact']:.1%} on the evaluation prompts")
 
 
 def text_run_settings(args: argparse.Namespace) -> dict:
-    """The model kind's defaults (``minirl.lm_train.RUN_DEFAULTS``) with the command line's choices on top."""
+    """The model kind's defaults (``minirl.lm_train.RUN_DEFAULTS``) with the command line's choices on top
+    (``--set kl_coef=...`` replaces the recipe's KL coefficient)."""
     from minirl.lm_train import RUN_DEFAULTS, model_kind
 
-    chosen = {"learning_rate": args.lr, "steps": args.steps, "prompts_per_step": args.prompts_per_step,
+    chosen = {"learning_rate": args.learning_rate, "steps": args.steps, "prompts_per_step": args.prompts_per_step,
               "group_size": args.group_size, "max_new_tokens": args.max_new_tokens, "sft_steps": args.sft_steps,
               "few_shot": args.few_shot, "eval_prompts": args.eval_prompts, "eval_every": args.eval_every,
-              "kl_coef": args.kl_coef}
+              "kl_coef": _knob_changes(args.set).get("kl_coef")}
     run = {**RUN_DEFAULTS[model_kind(args.model, args.device)], **{k: v for k, v in chosen.items() if v is not None}}
     if args.trainable_layers is not None:
         run["trainable_layers"] = None if args.trainable_layers == "all" else args.trainable_layers
@@ -137,8 +227,10 @@ def _make_text_task(args: argparse.Namespace, few_shot: int, system: str | None)
 
 
 def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
+    import time
+
     from minirl.lm_train import lm_algorithm, make_lm_policy, sft_warm_start
-    from minirl.train import TrainConfig, train
+    from minirl.train import train
 
     run = text_run_settings(args)
     task = _make_text_task(args, run["few_shot"], run["system"])
@@ -151,12 +243,12 @@ def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, 
         sft = sft_warm_start(policy, task, run["sft_steps"], run["prompts_per_step"], run["sft_learning_rate"],
                              seed=seed, threads=run["threads"], progress=not args.no_progress)
         print(f"SFT warm start: {run['sft_steps']} steps, loss {sft.last('loss', 10):.3f} nats/token", flush=True)
-    config = TrainConfig(task=task, algo=lm_algorithm(algo, kl_coef=run["kl_coef"]), steps=run["steps"], seed=seed,
-                         prompts_per_step=run["prompts_per_step"], group_size=run["group_size"],
-                         learning_rate=run["learning_rate"], eval_every=run["eval_every"],
-                         eval_prompts=run["eval_prompts"], eval_sampled=False, threads=run["threads"],
-                         micro_batch_size=args.micro_batch_size, max_seconds=args.max_seconds,
-                         progress=not args.no_progress)
+    changes = {**_knob_changes(args.set), "kl_coef": run["kl_coef"]}
+    recipe = dict(steps=run["steps"], prompts_per_step=run["prompts_per_step"], group_size=run["group_size"],
+                  learning_rate=run["learning_rate"], eval_every=run["eval_every"], eval_prompts=run["eval_prompts"],
+                  eval_sampled=False, threads=run["threads"])
+    config = TrainConfig(task=task, algo=lm_algorithm(algo, **changes), seed=seed, progress=not args.no_progress,
+                         **{**recipe, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)})
     _, history = train(config, policy)
     first, last = history.evals[0], history.evals[-1]
     summary = (f"{algo:>12} seed {seed} on {args.model}: {len(history)} steps in {history['wall_time'][-1]:.0f} s "
@@ -165,6 +257,15 @@ def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, 
                f"{first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}, format "
                f"{first.get('greedy_format', float('nan')):.0%} -> {last.get('greedy_format', float('nan')):.0%}")
     return history, summary
+
+
+def _save(fig, path: str) -> None:
+    import matplotlib.pyplot as plt
+
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    print(f"saved {path}")
 
 
 def _plot(runs: dict[str, list[History]], task: str, path: str) -> None:
@@ -179,20 +280,17 @@ def _plot(runs: dict[str, list[History]], task: str, path: str) -> None:
         fig = plot_lm_curves(runs, title=f"{task}: a language model trained with GRPO")
     else:
         second = "exact_return" if _is_maze(task) else "greedy_exact"
-        x = "episodes" if _is_maze(task) else "step"
+        x = "episodes" if _is_maze(task) else "samples"
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
         plot_reward_curves(runs, "reward", ax=axes[0], x=x, title=f"{task}: training reward")
         plot_reward_curves(runs, second, ax=axes[1], x=x, smooth=1,
-                           title=f"{task}: {'exact return (DP)' if _is_maze(task) else 'held-out greedy accuracy'}")
+                           title=f"{task}: {'exact return (DP)' if _is_maze(task) else 'greedy accuracy'}")
         fig.tight_layout()
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    print(f"saved {path}")
+    _save(fig, path)
 
 
 def _check_algos(task: str, algos: list[str]) -> None:
-    known = list(_maze_algorithms()) if _is_maze(task) else sorted(ALGORITHMS)
+    known = list(MAZE_ALGORITHMS) if _is_maze(task) else sorted(ALGORITHMS)
     if _is_text(task):  # a text task has no per-position (process) reward
         known = [a for a in known if ALGORITHMS[a].advantage_level == "sequence"]
     unknown = [a for a in algos if a not in known]
@@ -200,31 +298,49 @@ def _check_algos(task: str, algos: list[str]) -> None:
         raise SystemExit(f"minirl: unknown algorithm(s) {unknown} for --task {task}; choose from {known}")
 
 
+def _run(args: argparse.Namespace, algos: list[str], seeds: list[int]) -> dict[str, list[History]]:
+    """Every (algorithm, seed): a text task here, one after the other; a toy task through ``run_all``."""
+    _check_algos(args.task, algos)
+    _check_flags(args)
+    if _is_text(args.task):
+        runs: dict[str, list[History]] = {}
+        for algo in algos:
+            for seed in seeds:
+                history, summary = _run_text(args, algo, seed)
+                runs.setdefault(algo, []).append(history)
+                print(summary, flush=True)
+        return runs
+    from minirl.compare import run_all
+
+    workers = 1 if len(seeds) * len(algos) == 1 else args.workers
+    # parallel runs' progress bars would interleave: then run_all shows one bar over the runs instead
+    per_run_bar = not args.no_progress and workers == 1
+    configs = {algo: [_config(args, algo, seed, per_run_bar) for seed in seeds] for algo in algos}
+    labels = {algo: (group[0].method if _is_maze(args.task) else group[0].algo.name) for algo, group in configs.items()}
+    runs = run_all(configs, workers=workers, progress=not args.no_progress,
+                   on_done=lambda algo, h: print(run_summary(args.task, labels[algo], h), flush=True))
+    return {labels[algo]: histories for algo, histories in runs.items()}
+
+
+# ---- the commands ---------------------------------------------------------------------------------------------
+
 def cmd_train(args: argparse.Namespace) -> int:
-    _check_algos(args.task, [args.algo])
-    history, summary = run_one(args, args.algo, args.seed)
-    print(summary)
+    runs = _run(args, [args.algo], [args.seed])
     if args.plot:
-        _plot({args.algo: [history]}, args.task, args.plot)
+        _plot(runs, args.task, args.plot)
     return 0
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
+    import time
+
     algos = [a.strip() for a in args.algos.split(",") if a.strip()]
-    _check_algos(args.task, algos)
     if args.seeds < 1:
         raise SystemExit("minirl: --seeds must be >= 1")
     start = time.perf_counter()
-    runs: dict[str, list[History]] = {}
-    for algo in algos:
-        for seed in range(args.seeds):
-            history, summary = run_one(args, algo, seed)
-            runs.setdefault(algo, []).append(history)
-            print(summary, flush=True)
+    runs = _run(args, algos, list(range(args.seeds)))
     metric = "greedy_success" if _is_maze(args.task) else "greedy_exact"
-    finals = ", ".join(
-        f"{algo} {sum(h.evals[-1][metric] for h in hs) / len(hs):.1%}" for algo, hs in runs.items()
-    )
+    finals = ", ".join(f"{label} {sum(h.evals[-1][metric] for h in hs) / len(hs):.1%}" for label, hs in runs.items())
     print(f"compared {len(algos)} algorithms x {args.seeds} seeds on {args.task} in "
           f"{time.perf_counter() - start:.0f} s; mean final {metric}: {finals}")
     if args.plot:
@@ -232,9 +348,31 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    from minirl.bench import run_benchmark
+def cmd_ladder(args: argparse.Namespace) -> int:
+    import time
 
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from minirl.compare import LADDER_RUNGS, LADDER_SETTINGS, ladder_configs, ladder_summary, plot_ladder, run_all
+
+    if args.seeds < 1:
+        raise SystemExit("minirl: --seeds must be >= 1")
+    settings = {**LADDER_SETTINGS, **({"steps": args.steps} if args.steps else {})}
+    print(f"The ladder on sorting 3 numbers from 0..4: {len(LADDER_RUNGS)} rungs x {args.seeds} seeds, "
+          f"{settings['steps']} steps of {settings['prompts_per_step']} prompts x {settings['group_size']} responses, "
+          f"{args.workers or os.cpu_count()} process(es)", flush=True)
+    start = time.perf_counter()
+    runs = run_all(ladder_configs(args.seeds, **settings), workers=args.workers, progress=not args.no_progress,
+                   on_done=lambda rung, h: print(run_summary("sorting", rung, h), flush=True))
+    print(f"\n{len(LADDER_RUNGS)} rungs x {args.seeds} seeds in {time.perf_counter() - start:.0f} s. What each knob "
+          f"bought (mean ± std over seeds):\n{ladder_summary(runs)}")
+    if args.plot:
+        _save(plot_ladder(runs), args.plot)
+    return 0
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
     if args.trl:
         from minirl.bench_trl import run_trl_benchmark
 
@@ -243,6 +381,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         from minirl.bench_lm import run_lm_benchmark
 
         return run_lm_benchmark(quick=args.quick, minutes=args.minutes)
+    from minirl.bench import run_benchmark
+
     return run_benchmark(quick=args.quick, seeds=args.seeds)
 
 
@@ -252,19 +392,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     def add_common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--task", choices=TASKS, default="sorting")
-        p.add_argument("--steps", type=int, default=None, help="training steps (default: the task's default)")
-        p.add_argument("--lr", type=float, default=None, help="learning rate (default: the task's default)")
         p.add_argument("--plot", default=None, help="save reward curves to this PNG")
         p.add_argument("--no-progress", action="store_true", help="hide progress bars")
+        p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
+                       help="change a knob of the algorithm (an AlgoConfig field), e.g. --set inner_epochs=8 "
+                            "--set clip_eps_high=0.28; repeatable")
+        p.add_argument("--workers", type=int, default=0,
+                       help="toy tasks: runs training side by side in separate processes (0 = one per CPU core)")
+        seen: set[str] = set()
+        add_config_flags(p.add_argument_group("training (TrainConfig: sorting and text tasks)"), TrainConfig,
+                         TRAIN_FLAGS_EXCLUDED, seen)
+        add_config_flags(p.add_argument_group("maze training (MazeTrainConfig; --steps, --learning-rate and "
+                                              "--eval-every above apply too)"), MazeTrainConfig,
+                         MAZE_FLAGS_EXCLUDED, seen)
         g = p.add_argument_group("sorting tasks")
         g.add_argument("--vocab-size", type=int, default=5)
         g.add_argument("--length", type=int, default=3, help="prompt length (variable_sorting: the longest)")
         g.add_argument("--min-length", type=int, default=1, help="variable_sorting: the shortest prompt")
         g.add_argument("--reward", choices=sorted(REWARDS), default="sort_distance")
-        g.add_argument("--prompts-per-step", type=int, default=None)
-        g.add_argument("--group-size", type=int, default=None)
-        g.add_argument("--embedding-dim", type=int, default=None)
-        g.add_argument("--max-seconds", type=float, default=None, help="stop each run after this much training time")
         t = p.add_argument_group("text tasks (a language model; defaults depend on --model)")
         t.add_argument("--model", default="smollm2-135m",
                        help="'smollm2-135m' (shipped, offline), 'tiny' (a ~1M-parameter model built here), a local "
@@ -274,12 +419,8 @@ def build_parser() -> argparse.ArgumentParser:
         t.add_argument("--few-shot", type=int, default=None, help="worked examples in each prompt")
         t.add_argument("--max-new-tokens", type=int, default=None, help="response length budget (tokens)")
         t.add_argument("--sft-steps", type=int, default=None, help="supervised warm-start steps before RL")
-        t.add_argument("--eval-prompts", type=int, default=None, help="held-out prompts per evaluation")
-        t.add_argument("--eval-every", type=int, default=None, help="evaluate every this many steps")
-        t.add_argument("--micro-batch-size", type=int, default=None, help="prompts per forward/backward pass")
         t.add_argument("--trainable-layers", type=_layers, default=None,
                        help="train only the top N transformer blocks, or 'all'")
-        t.add_argument("--kl-coef", type=float, default=None, help="weight of the KL penalty to the initial model")
         t.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
 
     p_train = sub.add_parser("train", help="train one algorithm with one seed")
@@ -293,6 +434,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--algos", default="naive,baselined,clipped,grpo", help="comma-separated algorithm names")
     p_cmp.add_argument("--seeds", type=int, default=3)
     p_cmp.set_defaults(func=cmd_compare)
+
+    p_ladder = sub.add_parser("ladder", help="the main job: six rungs of the policy-gradient ladder, one knob apart, "
+                                             "over seeds; prints what each knob bought and plots the curves")
+    p_ladder.add_argument("--seeds", type=int, default=3)
+    p_ladder.add_argument("--steps", type=int, default=None, help="training steps per run (default: 600)")
+    p_ladder.add_argument("--workers", type=int, default=0, help="processes side by side (0 = one per CPU core)")
+    p_ladder.add_argument("--plot", default=None, help="save the four-panel figure to this PNG")
+    p_ladder.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p_ladder.set_defaults(func=cmd_ladder)
 
     p_bench = sub.add_parser("bench", help="the acceptance benchmark: print a table of measured figures")
     p_bench.add_argument("--seeds", type=int, default=3)

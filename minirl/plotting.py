@@ -14,13 +14,14 @@ METRIC_LABELS = {
     "reward": "mean reward per sample",
     "exact_match": "sampled responses correct (fraction)",
     "format_rate": "sampled answers in the asked form (fraction)",
-    "greedy_format": "greedy answers in the asked form (fraction, held-out)",
+    "greedy_format": "greedy answers in the asked form (fraction, evaluation prompts)",
     "response_length": "response length (tokens, EOS included)",
     "zero_variance_groups": "groups with all rewards equal (fraction)",
+    "reward_std": "within-group std of the rewards",
     "tokens_per_second": "response tokens sampled per second",
-    "greedy_exact": "greedy responses correct (fraction, held-out)",
-    "sampled_exact": "sampled responses exactly sorted (fraction, held-out)",
-    "greedy_position_acc": "greedy positions correct (fraction, held-out)",
+    "greedy_exact": "greedy responses correct (fraction, evaluation prompts)",
+    "sampled_exact": "sampled responses exactly sorted (fraction, evaluation prompts)",
+    "greedy_position_acc": "greedy positions correct (fraction, evaluation prompts)",
     "entropy": "policy entropy per token (nats)",
     "kl": "KL(π_θ ‖ π_ref) per token (nats, k3)",
     "kl_old": "KL(π_old ‖ π_θ) after the update, per token (nats, k3)",
@@ -127,8 +128,8 @@ LM_PANELS = ("reward", "greedy_exact", "format_rate", "response_length", "kl", "
 
 def plot_lm_curves(runs: Mapping[str, Sequence[History]], metrics: Sequence[str] = LM_PANELS, smooth: int | None = None,
                    title: str | None = None):
-    """The curves a language-model run needs, one panel each (default: reward, held-out greedy accuracy,
-    format rate, response length, KL to π_ref, entropy), mean over seeds with a band. Metrics a run did not
+    """The curves a language-model run needs, one panel each (default: reward, greedy accuracy on the evaluation
+    prompts, format rate, response length, KL to π_ref, entropy), mean over seeds with a band. Metrics a run did not
     record are left out, never drawn as zeros. Returns the Figure."""
     import matplotlib.pyplot as plt
 

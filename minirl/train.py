@@ -68,9 +68,11 @@ class TrainConfig:
             policy, so π_old really is the distribution the samples came from.
         seed: seeds the model initialisation and every draw (bit-identical reruns on CPU).
         device: where to train (None: where the given model already is; the CPU for a new toy model).
-        eval_every: evaluate greedy decoding on held-out prompts every this many steps (0 = only
+        eval_every: evaluate greedy decoding on the evaluation prompts every this many steps (0 = only
             at the end).
-        eval_prompts: held-out prompts per evaluation.
+        eval_prompts: evaluation prompts per evaluation: the task's held-out prompts when it has them (the text
+            tasks), else fresh draws (a small toy task has few distinct prompts, e.g. 125 for sorting 3 numbers
+            from 0..4, so those were mostly seen in training: they measure the policy, not generalisation).
         eval_sampled: also evaluate one sampled response per prompt (cheap for the toy; an LM run
             usually turns it off).
         micro_batch_size: prompts per forward/backward pass (gradient accumulation over the batch);
@@ -175,8 +177,8 @@ def evaluate(
     device: str | None = None,
     sampled: bool = True,
 ) -> dict[str, float]:
-    """Greedy (and sampled, T = 1) quality on held-out prompts (the task's ``eval_prompts`` when it has
-    them, else fresh ``sample_prompts``).
+    """Greedy (and sampled, T = 1) quality on evaluation prompts: the task's held-out ``eval_prompts`` when it
+    has them, else fresh ``sample_prompts`` (which a small toy task has also drawn in training).
 
     Returns ``greedy_exact`` (fraction of greedy responses the task calls correct: exactly sorted, the
     right sum, ...), with ``sampled=True`` ``sampled_exact``; when the task has a format check,
@@ -383,9 +385,11 @@ def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[to
     ``ratio_mean``, ``ratio_max``, ``entropy`` (mean per-token entropy of π_old, the sampling policy, nats),
     ``grad_norm``, ``response_length`` (mean real tokens per sampled response, EOS included),
     ``zero_variance_groups`` (fraction of groups whose rewards are all equal: zero advantage, no signal),
+    ``reward_std`` (the within-group std of the rewards, averaged over the groups: the scale that
+    ``normalized_rewards`` divides out; not logged with groups of one),
     ``gen_seconds`` / ``update_seconds`` (this step's sampling and learning time), ``tokens_per_second``
     (real response tokens sampled per second of the step), ``wall_time`` (seconds since the start); and
-    every ``eval_every`` steps the greedy (and sampled) accuracy on held-out prompts.
+    every ``eval_every`` steps the greedy (and sampled) accuracy on the evaluation prompts (``evaluate``).
     """
     with torch_threads(config.threads):
         return _train(config, model)
@@ -412,7 +416,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
     score_kw = {"temperature": cfg.temperature, "micro_batch_size": cfg.micro_batch_size}
 
     def run_eval(step: int, elapsed: float) -> dict[str, float]:
-        eval_generator = torch.Generator().manual_seed(eval_generator_seed)  # same held-out prompts each time
+        eval_generator = torch.Generator().manual_seed(eval_generator_seed)  # the same evaluation prompts each time
         ev = evaluate(policy, task, cfg.eval_prompts, eval_generator, sampled=cfg.eval_sampled)
         history.log_eval(step=step, samples=step * samples_per_step, wall_time=elapsed, **ev)
         return ev
@@ -457,6 +461,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
                                               "ratio_max", "entropy", "grad_norm")},
                     response_length=float(lengths.mean()),
                     zero_variance_groups=zero_variance_fraction(rewards),
+                    **({"reward_std": float(rewards.std(dim=1).mean())} if cfg.group_size > 1 else {}),
                     gen_seconds=gen_seconds, update_seconds=now - step_start - gen_seconds,
                     tokens_per_second=float(lengths.sum()) / max(now - step_start, 1e-9),
                     wall_time=elapsed)
@@ -490,7 +495,7 @@ def train_supervised(
     target to imitate (default: the correct sorted prompt). Same model, optimiser and number of
     updates as RL, so its final accuracy is the "supervised ceiling" RL is compared with.
 
-    The model is evaluated (``evaluate``, on the same held-out prompts as ``train`` with this seed) at
+    The model is evaluated (``evaluate``, on the same evaluation prompts as ``train`` with this seed) at
     the end, and with ``eval_every`` > 0 also before the first step and every ``eval_every`` steps.
     """
     check_positive_ints(steps=steps, batch_size=batch_size, eval_prompts=eval_prompts)

@@ -71,3 +71,66 @@ def test_a_bad_value_is_one_line_and_exit_2(argv, words, capsys, monkeypatch):
     monkeypatch.setenv("MINIRL_DEBUG", "1")
     with pytest.raises(ValueError):
         main(argv)
+
+
+def test_ladder_prints_what_each_knob_bought_and_saves_the_figure(tmp_path, capsys):
+    png = tmp_path / "ladder.png"
+    assert main(["ladder", "--seeds", "1", "--steps", "20", "--workers", "2", "--no-progress", "--plot", str(png)]) == 0
+    out = capsys.readouterr().out
+    assert out.count(" seed 0: 20 steps") == 6  # six rungs, each a line when it finishes
+    for line in ["naive: Δ = r", "baselined: +delta_mode=centered_rewards", "+importance_ratio=True, +inner_epochs=4",
+                 "clipped: +clip_eps_low=0.2", "clipped_entropy: +entropy_coef=0.3", "after 2,560 samples"]:
+        assert line in out, line
+    assert out.count("helps:") + out.count("no gain at the end") == 5  # a verdict for each rung above the first
+    assert png.stat().st_size > 50_000
+
+
+def test_workers_do_not_change_the_runs():
+    from minirl.compare import ladder_configs, run_all
+
+    configs = ladder_configs(2, rungs=("baselined", "clipped"), steps=5, eval_every=5, eval_prompts=50)
+    one, two = run_all(configs, workers=1, progress=False), run_all(configs, workers=2, progress=False)
+    timings = {"wall_time", "gen_seconds", "update_seconds", "tokens_per_second"}
+    strip = lambda h: [{k: v for k, v in r.items() if k not in timings} for r in h.records]  # noqa: E731
+    for rung in one:
+        assert [strip(h) for h in one[rung]] == [strip(h) for h in two[rung]]
+
+
+def test_set_changes_a_knob_and_labels_the_run(capsys):
+    assert main(["train", "--algo", "clipped", "--set", "inner_epochs=2", "--set", "clip_eps_high=0.28",
+                 "--steps", "3", "--eval-prompts", "20", "--no-progress"]) == 0
+    assert "clipped[inner_epochs=2,clip_eps_high=0.28] seed 0: 3 steps" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["train", "--set", "inner_epoch=2"], ["knob of AlgoConfig", "inner_epoch=2"]),
+    (["train", "--set", "inner_epochs=two"], ["--set inner_epochs", "expected int"]),
+    (["train", "--set", "importance_ratio=maybe"], ["true or false"]),
+])
+def test_set_rejects_unknown_knobs_and_bad_values(argv, words, capsys, monkeypatch):
+    monkeypatch.delenv("MINIRL_DEBUG", raising=False)
+    assert main([*argv, "--steps", "1", "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    for word in words:
+        assert word in err, err
+
+
+def test_flags_come_from_the_config_dataclasses(capsys):
+    from minirl.cli import build_parser
+
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["train", "--help"])
+    out = capsys.readouterr().out
+    for flag in ["--prompts-per-step", "--lr-schedule", "--max-grad-norm", "--measure-kl", "--no-measure-kl",
+                 "--episodes-per-step", "--ppo-epochs", "--set KNOB=VALUE"]:
+        assert flag in out, flag
+    assert "responses sampled per prompt (G, the ``trial`` axis)" in " ".join(out.split())  # the docstring's words
+    args = build_parser().parse_args(["train", "--max-grad-norm", "none", "--no-measure-kl", "--group-size", "4"])
+    assert (args.max_grad_norm, args.measure_kl, args.group_size) == (None, False, 4)
+
+
+def test_a_flag_of_another_task_is_an_error():
+    with pytest.raises(SystemExit, match="--ppo-epochs appl"):
+        main(["train", "--ppo-epochs", "2", "--steps", "1", "--no-progress"])
+    with pytest.raises(SystemExit, match="--group-size do"):
+        main(["train", "--task", "maze", "--algo", "ppo", "--group-size", "2", "--no-progress"])

@@ -102,7 +102,8 @@ def test_text_run_settings_are_the_recipe_with_the_command_line_on_top():
     base = ["train", "--task", "text_sort", "--model", "smollm2-135m", "--device", "cpu"]
     assert text_run_settings(parse(base)) == RUN_DEFAULTS["pretrained"]
     assert RUN_DEFAULTS["pretrained"]["trainable_layers"] == 10 and RUN_DEFAULTS["pretrained"]["kl_coef"] == 0.0
-    run = text_run_settings(parse(base + ["--trainable-layers", "all", "--kl-coef", "0.05", "--lr", "3e-5"]))
+    run = text_run_settings(parse(base + ["--trainable-layers", "all", "--set", "kl_coef=0.05", "--learning-rate",
+                                          "3e-5"]))
     assert (run["trainable_layers"], run["kl_coef"], run["learning_rate"]) == (None, 0.05, 3e-5)
     assert text_run_settings(parse(base + ["--trainable-layers", "4"]))["trainable_layers"] == 4
     for bad in ("0", "-1", "some"):
