@@ -52,3 +52,70 @@ def test_any_exception_is_one_line(check, capsys):
 
     line = caught(check, broken, capsys, "raised KeyError", "some key")
     assert "\n" not in line and check.__name__.removeprefix("check_") in line
+
+
+@by_name
+def test_not_implemented_line_echoes_the_stubs_hint(check, capsys):
+    def hinted(*args, **kwargs):
+        raise NotImplementedError("subtract the group mean, keepdim=True")
+
+    ok, line = run(check, hinted, capsys)
+    assert ok is False and line.startswith("⏳ ")
+    assert "(hint: subtract the group mean, keepdim=True)" in line and "reference version" in line
+
+
+def test_the_default_stub_message_is_not_echoed(capsys):
+    ok, line = run(checks.check_compute_deltas, stub, capsys)
+    assert ok is False and "hint" not in line and "replace this line" not in line
+
+
+def deltas_without(*missing: str, hint: str = "divide by the std"):
+    """compute_deltas with some modes still raising NotImplementedError (the others right)."""
+    import minirl
+
+    def compute_deltas(rewards, mode):
+        if mode in missing:
+            raise NotImplementedError(hint)
+        return minirl.compute_deltas(rewards, mode)
+    return compute_deltas
+
+
+def test_multi_mode_says_which_modes_pass_and_which_remain(capsys):
+    ok, line = run(checks.check_compute_deltas, deltas_without("normalized_rewards"), capsys)
+    assert ok is False and line.startswith("⏳ compute_deltas: 'rewards', 'centered_rewards' already pass; "
+                                           "'normalized_rewards' not implemented yet (hint: divide by the std)")
+    ok, line = run(checks.check_compute_deltas, deltas_without("centered_rewards", "normalized_rewards"), capsys)
+    assert "'rewards' already passes; 'centered_rewards', 'normalized_rewards' not implemented yet" in line
+    ok, line = run(checks.check_compute_deltas, deltas_without("rewards", "centered_rewards", "normalized_rewards"),
+                   capsys)
+    assert line.startswith("⏳ compute_deltas: not implemented yet (hint: divide by the std)"), line
+
+
+def test_multi_mode_a_wrong_mode_beats_a_missing_one(capsys):
+    import minirl
+
+    def compute_loss(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2):
+        if mode == "naive":
+            return (log_probs * deltas[..., None]).mean()  # the sign flipped
+        if mode == "unclipped":
+            return minirl.compute_loss(log_probs, deltas, mode, old_log_probs, epsilon)
+        raise NotImplementedError("clip, then take the min")
+
+    caught(checks.check_compute_loss, compute_loss, capsys, "naive", "wrong sign")
+
+
+@pytest.mark.parametrize("check, modes, missing", [
+    (checks.check_compute_loss, ("naive", "unclipped"), "clipped"),
+    (checks.check_kl_estimate, ("k1", "k2"), "k3"),
+], ids=["compute_loss", "kl_estimate"])
+def test_multi_mode_partial_for_other_exercises(check, modes, missing, capsys):
+    reference = REFERENCES[check]
+
+    def partial(*args):
+        if missing in args:
+            raise NotImplementedError
+        return reference(*args)
+
+    ok, line = run(check, partial, capsys)
+    assert ok is False and line.startswith("⏳ ")
+    assert f"{', '.join(repr(m) for m in modes)} already pass; {missing!r} not implemented yet" in line, line

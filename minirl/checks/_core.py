@@ -5,10 +5,14 @@ learner's function and prints ONE line:
 
     ✅ compute_deltas: all 9 checks passed
     ❌ compute_deltas: each group's centred rewards should sum to 0; yours sum to [12.0, 4.0, 8.0] — ...
-    ⏳ compute_deltas: not implemented yet — fill in the exercise above, or run the next cell to use ...
+    ⏳ compute_deltas: not implemented yet (hint: subtract the group mean) — fill in the exercise above, ...
+    ⏳ compute_deltas: 'rewards', 'centered_rewards' already pass; 'normalized_rewards' not implemented yet — ...
 
-It returns True only when everything passed. An exception raised by the learner's function is
-reported in one line (its type and message), never as a wall of traceback. Expected values are
+The ⏳ line echoes the stub's hint (the message of its NotImplementedError, from ``### HINT:``), and
+for a multi-mode exercise (the cases of each mode in a ``with c.mode(name):`` block) says which modes
+already pass and which still raise NotImplementedError. It returns True only when everything passed.
+An exception raised by the learner's function is reported in one line (its type and message, and a
+hint at the likely cause where one is known), never as a wall of traceback. Expected values are
 hand-computed constants or the reference implementation from ``minirl`` / ``toy_envs`` on seeded
 random inputs: a check never compares the learner's function with itself. When a result is wrong,
 the check compares it with the results of the usual mistakes (a flipped sign, a mean over the
@@ -38,10 +42,11 @@ call the learner's function through ``c.call`` and assert with ``c.expect`` / ``
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NoReturn
 
 import torch
@@ -71,7 +76,19 @@ class CheckFailure(Exception):
 
 
 class NotImplementedYet(Exception):
-    """The learner's function still raises NotImplementedError."""
+    """The learner's function still raises NotImplementedError (its message, the stub's hint, in ``hint``)."""
+
+    def __init__(self, hint: str = "") -> None:
+        super().__init__(hint)
+        self.hint = hint
+
+
+class _SkipMode(Exception):
+    """Inside ``Check.mode``: this mode is not implemented yet; skip the rest of its block."""
+
+
+# The message of a stub without a ``### HINT:`` line (minirl.course.DEFAULT_HINT): not worth echoing.
+_NO_HINT = "exercise: replace this line with your code"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -144,6 +161,28 @@ class Check:
     def __init__(self, name: str) -> None:
         self.name = name
         self.passed = 0
+        self.current_mode: str | None = None
+        self.modes: list[str] = []            # every mode tried, in order
+        self.pending: dict[str, str] = {}     # mode -> the hint of its NotImplementedError
+        self.hint = ""                        # the stub's hint, when the whole function is not implemented
+
+    @contextlib.contextmanager
+    def mode(self, name: str) -> Iterator[None]:
+        """A block of cases for one mode of a multi-mode exercise (``compute_deltas(rewards, mode)``, ...).
+
+        When the learner's function raises NotImplementedError for this mode, the rest of the block is
+        skipped (and so is every later block of the same mode) and the check goes on with the other modes;
+        at the end the ⏳ line says which modes already pass and which remain. A failure in any mode still
+        stops the check with its ❌ line."""
+        if name not in self.modes:
+            self.modes.append(name)
+        outer, self.current_mode = self.current_mode, name
+        try:
+            yield
+        except _SkipMode:
+            pass
+        finally:
+            self.current_mode = outer
 
     def fail(self, message: str) -> NoReturn:
         """Stop the check with a one-line message in the learner's terms."""
@@ -159,10 +198,17 @@ class Check:
         """Call the learner's function. NotImplementedError stops the check as "not implemented yet";
         any other exception becomes a one-line failure naming its type and message, followed by the
         first hint whose key occurs in the message (``hints`` = [(substring, hint), ...])."""
+        mode = self.current_mode
+        if mode is not None and mode in self.pending:
+            raise _SkipMode
         try:
             return fn(*args, **kwargs)
-        except NotImplementedError:
-            raise NotImplementedYet from None
+        except NotImplementedError as exc:
+            hint = _one_line(exc)
+            if mode is not None:
+                self.pending[mode] = hint
+                raise _SkipMode from None
+            raise NotImplementedYet(hint) from None
         except Exception as exc:  # the learner's code: anything can happen
             text = _one_line(exc) or "(no message)"
             where = f" on {call}" if call else ""
@@ -240,8 +286,19 @@ class Check:
 # ---------------------------------------------------------------------------------------------
 
 
-def _not_implemented_line(name: str) -> str:
-    return (f"⏳ {name}: not implemented yet — fill in the exercise above, "
+def _modes(names: Sequence[str]) -> str:
+    return ", ".join(repr(n) for n in names)
+
+
+def _not_implemented_line(name: str, hint: str = "", passing: Sequence[str] = (),
+                          pending: Sequence[str] = ()) -> str:
+    """The ⏳ line: the stub's hint echoed, and for a multi-mode exercise the modes done and to do."""
+    what = "not implemented yet"
+    if pending:
+        done = f"{_modes(passing)} already pass{'es' if len(passing) == 1 else ''}; " if passing else ""
+        what = f"{done}{_modes(pending)} not implemented yet"
+    hint = "" if hint.strip() in ("", _NO_HINT) else f" (hint: {hint})"
+    return (f"⏳ {name}: {what}{hint} — fill in the exercise above, "
             "or run the next cell to use the reference version")
 
 
@@ -260,12 +317,20 @@ def run_check(name: str, body: Callable[[Check, Callable], None], fn: Any) -> bo
     c = Check(name)
     try:
         body(c, fn)
-    except NotImplementedYet:
-        return _report(_not_implemented_line(name), False)
+    except NotImplementedYet as stub:
+        return _report(_not_implemented_line(name, stub.hint), False)
     except CheckFailure as failure:
         return _report(f"❌ {name}: {_one_line(failure, 400)}", False)
     except Exception as exc:  # the result had a form the check could not even inspect
         return _report(f"❌ {name}: could not check your result ({type(exc).__name__}: {_one_line(exc)})", False)
+    if c.pending:
+        if len(c.pending) == len(c.modes):  # no mode implemented: the function is still the stub
+            hints = set(c.pending.values())
+            return _report(_not_implemented_line(name, hints.pop() if len(hints) == 1 else ""), False)
+        passing = [m for m in c.modes if m not in c.pending]
+        pending = [m for m in c.modes if m in c.pending]
+        hints = {h for h in c.pending.values() if h.strip() not in ("", _NO_HINT)}
+        return _report(_not_implemented_line(name, hints.pop() if len(hints) == 1 else "", passing, pending), False)
     return _report(f"✅ {name}: all {c.passed} checks passed", True)
 
 

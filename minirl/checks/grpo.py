@@ -180,13 +180,14 @@ def _kl_mistakes(lp: torch.Tensor, ref: torch.Tensor, estimator: str) -> list[tu
 def _check_kl_case(c: Check, fn: Callable, lp: torch.Tensor, ref: torch.Tensor, estimator: str,
                    want: torch.Tensor) -> None:
     lp_in = lp.clone().requires_grad_(True)
-    got = c.call(fn, lp_in, ref.clone(), estimator, call=f"estimator {estimator!r}")
-    what = f"{estimator} estimate"
-    got = c.shape(got, list(lp.shape), "same as log_probs", what,
-                  {(): "return one estimate per token (same shape as log_probs), do not average"})
-    c.close(got, want, what, _kl_mistakes(lp, ref, estimator))
-    c.expect(got.requires_grad, f"{what}: no gradient flows to log_probs — no .detach(), .item() or torch.no_grad() "
-                                "(the KL penalty is part of the loss)")
+    with c.mode(estimator):
+        got = c.call(fn, lp_in, ref.clone(), estimator, call=f"estimator {estimator!r}")
+        what = f"{estimator} estimate"
+        got = c.shape(got, list(lp.shape), "same as log_probs", what,
+                      {(): "return one estimate per token (same shape as log_probs), do not average"})
+        c.close(got, want, what, _kl_mistakes(lp, ref, estimator))
+        c.expect(got.requires_grad, f"{what}: no gradient flows to log_probs — no .detach(), .item() or "
+                                    "torch.no_grad() (the KL penalty is part of the loss)")
 
 
 @exercise_check("kl_estimate")
@@ -274,14 +275,15 @@ def _check_aggregate_case(c: Check, fn: Callable, x: torch.Tensor, m: torch.Tens
     if max_length is not None:
         args.append(max_length)
         shown += f", max_length={max_length}"
-    got = c.call(fn, *args, call=shown)
-    what = f"{shown}"
-    got = _scalar(c, got, what)
-    if not torch.isfinite(got.detach()):
-        c.fail(f"{what}: got {got.item()} — a response with no real token (mask all 0) must contribute 0, not NaN: "
-               "clamp each length to at least 1, mask.sum(-1).clamp(min=1)")
-    c.close(got, want, what, _aggregate_mistakes(x, m, aggregation, max_length))
-    c.expect(got.requires_grad, f"{what}: no gradient flows — keep it a tensor computed from per_token")
+    with c.mode(aggregation):
+        got = c.call(fn, *args, call=shown)
+        what = f"{shown}"
+        got = _scalar(c, got, what)
+        if not torch.isfinite(got.detach()):
+            c.fail(f"{what}: got {got.item()} — a response with no real token (mask all 0) must contribute 0, not "
+                   "NaN: clamp each length to at least 1, mask.sum(-1).clamp(min=1)")
+        c.close(got, want, what, _aggregate_mistakes(x, m, aggregation, max_length))
+        c.expect(got.requires_grad, f"{what}: no gradient flows — keep it a tensor computed from per_token")
 
 
 @exercise_check("masked_aggregate")

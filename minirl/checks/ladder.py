@@ -428,24 +428,27 @@ def _run_deltas(c: Check, fn: Callable, r: torch.Tensor, mode: str) -> torch.Ten
 
 
 def _check_deltas_case(c: Check, fn: Callable, r: torch.Tensor, want: dict[str, torch.Tensor]) -> None:
-    got = _run_deltas(c, fn, r, "rewards")
-    c.close(got, want["rewards"], "mode 'rewards'", [(want["centered_rewards"], "returns the rewards unchanged "
-                                                      "(Δ = r); yours are centred")])
-    got = _run_deltas(c, fn, r, "centered_rewards")
-    _check_group_sums(c, got, r, "centered_rewards")
-    c.close(got, want["centered_rewards"], "centered_rewards", _delta_mistakes(r, "centered_rewards"),
-            rtol=_DELTA_RTOL, atol=_DELTA_ATOL)
-    got = _run_deltas(c, fn, r, "normalized_rewards")
-    equal_groups = (r == r[:, :1]).all(dim=1)
-    bad = ~torch.isfinite(got[equal_groups])
-    if bad.any():
-        value = got[equal_groups][bad][0].item()
-        c.fail(f"normalized_rewards: a group whose rewards are all equal must give zeros, got {value} — "
-               "add a small epsilon to the std: (r − mean) / (std + 1e-6)")
-    c.expect(bool(torch.isfinite(got).all()), f"normalized_rewards: got non-finite values {got.tolist()}")
-    _check_group_sums(c, got, r, "normalized_rewards")
-    c.close(got, want["normalized_rewards"], "normalized_rewards", _delta_mistakes(r, "normalized_rewards"),
-            rtol=_DELTA_RTOL, atol=_DELTA_ATOL)
+    with c.mode("rewards"):
+        got = _run_deltas(c, fn, r, "rewards")
+        c.close(got, want["rewards"], "mode 'rewards'", [(want["centered_rewards"], "returns the rewards unchanged "
+                                                          "(Δ = r); yours are centred")])
+    with c.mode("centered_rewards"):
+        got = _run_deltas(c, fn, r, "centered_rewards")
+        _check_group_sums(c, got, r, "centered_rewards")
+        c.close(got, want["centered_rewards"], "centered_rewards", _delta_mistakes(r, "centered_rewards"),
+                rtol=_DELTA_RTOL, atol=_DELTA_ATOL)
+    with c.mode("normalized_rewards"):
+        got = _run_deltas(c, fn, r, "normalized_rewards")
+        equal_groups = (r == r[:, :1]).all(dim=1)
+        bad = ~torch.isfinite(got[equal_groups])
+        if bad.any():
+            value = got[equal_groups][bad][0].item()
+            c.fail(f"normalized_rewards: a group whose rewards are all equal must give zeros, got {value} — "
+                   "add a small epsilon to the std: (r − mean) / (std + 1e-6)")
+        c.expect(bool(torch.isfinite(got).all()), f"normalized_rewards: got non-finite values {got.tolist()}")
+        _check_group_sums(c, got, r, "normalized_rewards")
+        c.close(got, want["normalized_rewards"], "normalized_rewards", _delta_mistakes(r, "normalized_rewards"),
+                rtol=_DELTA_RTOL, atol=_DELTA_ATOL)
 
 
 @exercise_check("compute_deltas")
@@ -560,12 +563,13 @@ def _check_loss_call(c: Check, fn: Callable, lp, old, d, mode: str, eps: float |
         if eps is not None:
             args.append(eps)
     shown = f"mode {mode!r}" + (f", epsilon={eps}" if eps is not None else "")
-    got = c.call(fn, *args, call=shown, hints=_LOSS_HINTS)
-    what = f"loss ({shown})"
-    got = _scalar_loss(c, got, lp, what)
-    c.close(got, want, what, _loss_mistakes(lp, old, d, mode, 0.2 if eps is None else eps))
-    c.expect(got.requires_grad, f"{what}: your loss carries no gradient — keep it a tensor computed from log_probs "
-                                "(no .item(), .detach() or torch.no_grad())")
+    with c.mode(mode):
+        got = c.call(fn, *args, call=shown, hints=_LOSS_HINTS)
+        what = f"loss ({shown})"
+        got = _scalar_loss(c, got, lp, what)
+        c.close(got, want, what, _loss_mistakes(lp, old, d, mode, 0.2 if eps is None else eps))
+        c.expect(got.requires_grad, f"{what}: your loss carries no gradient — keep it a tensor computed from "
+                                    "log_probs (no .item(), .detach() or torch.no_grad())")
 
 
 @exercise_check("compute_loss")

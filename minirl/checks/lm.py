@@ -278,8 +278,8 @@ def _parse(c: Check, fn: Callable, text: str) -> Any:
     """Call the learner's parser; an exception is a failure of its own: a reward must never raise."""
     try:
         return fn(text)
-    except NotImplementedError:
-        raise NotImplementedYet from None
+    except NotImplementedError as exc:
+        raise NotImplementedYet(_one_line(exc)) from None
     except Exception as exc:  # the learner's code: anything can happen
         raise CheckFailure(f"your parser raised {type(exc).__name__} on {_show(text)} ({_one_line(exc, 80)}) — a "
                            "reward must never raise: return None for text that is not in the asked form") from None
