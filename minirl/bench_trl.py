@@ -112,12 +112,11 @@ def _in_own_process(fn, *args) -> dict[str, float]:
 
 def _prepare(s: dict[str, Any], folder: Path, seed: int) -> str:
     """The starting weights, saved to ``folder``: the tiny model after its warm start, or SmolLM2's float copy."""
-    from minirl.lm import SMOLLM2_ALIAS, load_policy, make_tiny_lm, smollm2_cache_dir
+    from minirl.lm import SMOLLM2_ALIAS, make_tiny_lm, smollm2_folder
     from minirl.lm_train import sft_warm_start
 
     if s["model"] == SMOLLM2_ALIAS:
-        load_policy(SMOLLM2_ALIAS)  # converts the GGUF file once; GRPOTrainer loads the float copy
-        return str(smollm2_cache_dir())
+        return str(smollm2_folder(folder))  # the float copy GRPOTrainer loads: the cache's, or one saved here
     policy = make_tiny_lm(seed=seed, max_new_tokens=s["max_new_tokens"])
     sft_warm_start(policy, _task(), s["sft_steps"], 16, 1.5e-3, seed=seed, threads=s["threads"], progress=False)
     policy.save_pretrained(folder)

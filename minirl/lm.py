@@ -50,6 +50,7 @@ __all__ = [
     "load_policy",
     "make_tiny_lm",
     "smollm2_cache_dir",
+    "smollm2_folder",
     "smollm2_gguf_path",
     "tiny_lm_config",
 ]
@@ -210,6 +211,20 @@ def load_policy(name_or_path: str | os.PathLike, device: str | torch.device | No
     if cache is not None and name == SMOLLM2_ALIAS:  # first load from the GGUF file: keep the float copy
         _save_quietly(model, tokenizer, cache)
     return CausalLMPolicy(model.to(device).eval(), tokenizer, **policy_kwargs)
+
+
+def smollm2_folder(fallback: str | os.PathLike) -> Path:
+    """A folder holding SmolLM2 as plain float weights, for code that loads a model by path itself (TRL's
+    ``GRPOTrainer``, which also loads π_ref from it): the de-quantised copy in ``smollm2_cache_dir()``, made
+    on first use; or, when the cache is off (``MINIRL_CACHE=off``) or could not be written, a copy saved to
+    ``fallback``."""
+    policy = load_policy(SMOLLM2_ALIAS)  # converts the GGUF file once and keeps the float copy in the cache
+    cache = smollm2_cache_dir()
+    if cache is not None and (cache / "config.json").is_file():
+        return cache
+    fallback = Path(fallback)
+    policy.save_pretrained(fallback)
+    return fallback
 
 
 def smollm2_cache_dir() -> Path | None:

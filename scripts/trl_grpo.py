@@ -31,15 +31,14 @@ os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
 
 def model_folder(name: str, out: Path) -> str:
     """A folder (or hub name) that GRPOTrainer can load: with a KL term TRL loads π_ref from it too."""
-    from minirl.lm import SMOLLM2_ALIAS, load_policy, make_tiny_lm, smollm2_cache_dir
+    from minirl.lm import SMOLLM2_ALIAS, make_tiny_lm, smollm2_folder
 
     if name == "tiny":
         folder = out / "tiny_model"
         make_tiny_lm(seed=0).save_pretrained(folder)
         return str(folder)
     if name == SMOLLM2_ALIAS:
-        load_policy(SMOLLM2_ALIAS)  # converts the GGUF file once and keeps the float copy
-        return str(smollm2_cache_dir())
+        return str(smollm2_folder(out / "smollm2_model"))  # the float copy: the cache's, or one saved here
     return name
 
 

@@ -377,6 +377,17 @@ def test_smollm2_second_load_comes_from_the_float_copy(smollm2, smollm2_cache):
         torch.testing.assert_close(again.model(ids).logits, smollm2.model(ids).logits, rtol=0, atol=0)
 
 
+def test_smollm2_folder_is_the_cache_or_a_saved_copy(smollm2, smollm2_cache, tmp_path, monkeypatch):
+    import minirl.lm as lm
+
+    assert lm.smollm2_folder(tmp_path / "unused") == smollm2_cache  # the session's float copy, already there
+    assert not (tmp_path / "unused").exists()
+    monkeypatch.setenv("MINIRL_CACHE", "off")  # no cache: load_policy converts again, so stand in a tiny model
+    monkeypatch.setattr(lm, "load_policy", lambda name: lm.make_tiny_lm(seed=0))
+    folder = lm.smollm2_folder(tmp_path / "copy")
+    assert folder == tmp_path / "copy" and (folder / "config.json").is_file()
+
+
 def test_smollm2_loads(smollm2):
     from transformers import LlamaForCausalLM
 
