@@ -216,3 +216,31 @@ def test_loss_variant_with_default_knobs_is_the_reference():
     for level in ("token", "sequence"):
         torch.testing.assert_close(grpo_checks._loss_variant(lp, old, adv, mask, 0.2, 0.28, level),
                                    reference_clipped_policy_loss(lp, old, adv, mask, 0.2, 0.28, level))
+
+
+# ---- k1/k3 swapped, the wrong axis (issue 11) ---------------------------------------------------------
+
+def kl_swapped(a, b):
+    def kl_estimate(log_probs, ref_log_probs, estimator):
+        return minirl.kl_estimate(log_probs, ref_log_probs, {a: b, b: a}.get(estimator, estimator))
+    return kl_estimate
+
+
+@pytest.mark.parametrize("a, b, keywords", [
+    ("k1", "k3", ["k1 estimate", "this is k3"]),
+    ("k1", "k2", ["k1 estimate", "this is k2"]),
+    ("k2", "k3", ["k2 estimate", "this is k3"]),
+])
+def test_kl_estimators_swapped(a, b, keywords, capsys):
+    caught(check_kl_estimate, kl_swapped(a, b), capsys, *keywords)
+
+
+def aggregate_over_trial(per_token, mask, aggregation, max_length=None):
+    if aggregation == "sequence_mean":
+        masked = per_token * mask
+        return (masked.sum(1) / mask.sum(1).clamp(min=1)).mean()
+    return minirl.aggregate(per_token, mask, aggregation, max_length)
+
+
+def test_aggregate_over_the_wrong_axis(capsys):
+    caught(check_masked_aggregate, aggregate_over_trial, capsys, "sequence_mean", "wrong axis", "dim=-1")

@@ -424,3 +424,37 @@ def test_hand_constants_match_the_references():
         assert sort_distance_reward(p, resp) == want
     for p, resp, want in ladder.INCLUSION_ORDERING_CASES:
         assert sort_inclusion_ordering_reward(p, resp) == want
+
+
+# ---- leave-one-out centring and the sign, named (issue 11) -------------------------------------------
+
+def deltas_leave_one_out(rewards, mode):
+    if mode == "rewards":
+        return rewards
+    others = (rewards.sum(dim=1, keepdim=True) - rewards) / (rewards.shape[1] - 1)
+    centered = rewards - others
+    return centered if mode == "centered_rewards" else centered / (rewards.std(dim=1, keepdim=True) + 1e-6)
+
+
+def deltas_loo_normalized_only(rewards, mode):
+    return deltas_leave_one_out(rewards, mode) if mode == "normalized_rewards" else minirl.compute_deltas(rewards, mode)
+
+
+def deltas_mean_minus_r(rewards, mode):
+    return -minirl.compute_deltas(rewards, mode) if mode != "rewards" else rewards
+
+
+@pytest.mark.parametrize("wrong, keywords", [
+    (deltas_leave_one_out, ["centered_rewards", "leave-one-out", "OTHER responses"]),
+    (deltas_loo_normalized_only, ["normalized_rewards", "leave-one-out"]),
+    (deltas_mean_minus_r, ["wrong sign", "mean − r"]),
+], ids=["leave-one-out", "leave-one-out-normalized", "sign"])
+def test_compute_deltas_named_centring_mistakes(wrong, keywords, capsys):
+    caught(check_compute_deltas, wrong, capsys, *keywords)
+
+
+def test_compute_deltas_failure_quotes_the_hand_worked_rewards(capsys):
+    def halved(rewards, mode):  # no named mistake: the line shows the hand-worked case's numbers
+        return minirl.compute_deltas(rewards, mode) * (0.5 if mode == "centered_rewards" else 1.0)
+
+    caught(check_compute_deltas, halved, capsys, "expected [[-2.0, -1.0, 0.0, 3.0]")

@@ -280,3 +280,104 @@ def test_compute_gae_in_place_is_caught(capsys):
         return rewards
 
     caught(check_compute_gae, in_place, capsys, "in place")
+
+
+# ---- off-by-one loops, sign flips, the reset one step early (named; issue 11) ---------------------
+
+def learner_loop(x, factor, *, skip_last=False, stop=-1, store_first=False):
+    """A learner's backward loop out_t = x_t + factor(t) out_{t+1}, with the off-by-one knobs: the loop's
+    range (from T − 2 with skip_last, down to stop + 1), storing out_t before adding x_t."""
+    T = x.shape[-1]
+    out = torch.zeros_like(x)
+    running = torch.zeros_like(x[..., 0])
+    for t in range(T - 2 if skip_last else T - 1, stop, -1):
+        if store_first:
+            running = factor(t) * running
+            out[..., t] = running
+            running = running + x[..., t]
+        else:
+            running = x[..., t] + factor(t) * running
+            out[..., t] = running
+    return out
+
+
+def returns_with(**knobs):
+    def discounted_returns(rewards, dones, gamma):
+        return learner_loop(rewards, lambda t: gamma * (1.0 - dones[..., t]), **knobs)
+    return discounted_returns
+
+
+def returns_early_reset(rewards, dones, gamma):
+    return learner_loop(rewards, lambda t: gamma * (1.0 - (dones[..., t - 1] if t else 0.0)))
+
+
+def returns_shifted(rewards, dones, gamma):
+    g = minirl.discounted_returns(rewards, dones, gamma)
+    return torch.cat([g[..., 1:], torch.zeros_like(g[..., :1])], dim=-1)
+
+
+@pytest.mark.parametrize("wrong, keywords", [
+    (returns_with(store_first=True), ["off by one", "before adding", "G_t"]),
+    (returns_shifted, ["off by one", "NEXT step"]),
+    (returns_with(stop=0), ["off by one", "never reaches t = 0"]),
+    (returns_with(skip_last=True), ["off by one", "T − 2"]),
+    (lambda r, d, g: -minirl.discounted_returns(r, d, g), ["wrong sign"]),
+    (returns_early_reset, ["one step early", "dones[..., t - 1]"]),
+], ids=["stored-before-adding", "next-step", "skips-t0", "skips-last", "sign", "early-reset"])
+def test_discounted_returns_off_by_one_and_sign(wrong, keywords, capsys):
+    caught(check_discounted_returns, wrong, capsys, *keywords)
+
+
+def gae_with(sign=1.0, **knobs):
+    def compute_gae(rewards, values, next_values, dones, gamma=1.0, lam=0.95):
+        deltas = sign * (rewards + gamma * (1.0 - dones) * next_values - values)
+        return learner_loop(deltas, lambda t: gamma * lam * (1.0 - dones[..., t]), **knobs)
+    return compute_gae
+
+
+def gae_early_reset(rewards, values, next_values, dones, gamma=1.0, lam=0.95):
+    deltas = rewards + gamma * (1.0 - dones) * next_values - values
+    return learner_loop(deltas, lambda t: gamma * lam * (1.0 - (dones[..., t - 1] if t else 0.0)))
+
+
+def gae_shifted(*args):
+    a = minirl.compute_gae(*args)
+    return torch.cat([a[..., 1:], torch.zeros_like(a[..., :1])], dim=-1)
+
+
+@pytest.mark.parametrize("wrong, keywords", [
+    (gae_with(store_first=True), ["off by one", "before adding", "A_t"]),
+    (gae_shifted, ["off by one", "NEXT step"]),
+    (gae_with(stop=0), ["off by one", "never reaches t = 0"]),
+    (gae_with(skip_last=True), ["off by one", "T − 2"]),
+    (gae_with(sign=-1.0), ["wrong sign"]),                      # δ_t = V(s_t) − r_t − γ V(s_{t+1})
+    (gae_early_reset, ["resets one step early", "dones[..., t - 1]"]),
+], ids=["stored-before-adding", "next-step", "skips-t0", "skips-last", "sign", "early-reset"])
+def test_compute_gae_off_by_one_and_sign(wrong, keywords, capsys):
+    caught(check_compute_gae, wrong, capsys, *keywords)
+
+
+# ---- the hand-worked cases come first: a failure quotes their numbers (issue 11) --------------------
+
+def test_returns_failure_quotes_the_first_hand_case(capsys):
+    def squared_gamma(rewards, dones, gamma):  # no named mistake: the line shows the small example
+        return minirl.discounted_returns(rewards, dones, gamma**2)
+
+    line = caught(check_discounted_returns, squared_gamma, capsys, "rewards [1.0, 0.0, 2.0]", "gamma=0.5",
+                  "expected [1.5, 1.0, 2.0]")
+    assert "random" not in line
+
+
+def test_an_ambiguous_hand_case_defers_the_name_to_the_random_cases(capsys):
+    # returns_with(skip_last=True) also matches "zeroed the whole G_t at the end" on the first hand case (its episode
+    # ends at the last step): the random cases tell them apart, and the line still quotes the worked example
+    line = caught(check_discounted_returns, returns_with(skip_last=True), capsys, "T − 2", "on the worked example",
+                  "expected [1.5, 1.0, 2.0]")
+    assert "zeroed" not in line
+
+
+def test_gae_failure_quotes_the_first_hand_case(capsys):
+    def lam_squared(rewards, values, next_values, dones, gamma=1.0, lam=0.95):
+        return minirl.compute_gae(rewards, values, next_values, dones, gamma, lam**2)
+
+    caught(check_compute_gae, lam_squared, capsys, "rewards [0.0, 0.0, 1.0]", "expected [0.1345, 0.21, 0.2]")

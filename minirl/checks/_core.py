@@ -72,7 +72,12 @@ def strict_mode() -> bool:
 
 
 class CheckFailure(Exception):
-    """A check found a problem; the message is the one line shown to the learner."""
+    """A check found a problem; the message is the one line shown to the learner. ``named``: the message
+    names a known mistake (rather than showing expected against got)."""
+
+    def __init__(self, message: str = "", named: bool = False) -> None:
+        super().__init__(message)
+        self.named = named
 
 
 class NotImplementedYet(Exception):
@@ -165,6 +170,28 @@ class Check:
         self.modes: list[str] = []            # every mode tried, in order
         self.pending: dict[str, str] = {}     # mode -> the hint of its NotImplementedError
         self.hint = ""                        # the stub's hint, when the whole function is not implemented
+        self.in_example = False
+        self.example_failure: str | None = None  # a worked example's failure that named no mistake
+
+    @contextlib.contextmanager
+    def worked_example(self) -> Iterator[None]:
+        """A small hand-worked case, run before the random ones so that a failure shows readable numbers.
+
+        On such a small input several mistakes can give the same numbers. So a failure here that names
+        one mistake unambiguously stops the check at once; any other failure (expected against got, or a
+        result that matches several known mistakes) is held back while the remaining cases run. If one of
+        them names the mistake, the line gives that name followed by this example's numbers; otherwise
+        the line is this example's failure."""
+        outer, self.in_example = self.in_example, True
+        try:
+            yield
+        except CheckFailure as failure:
+            if failure.named:
+                raise
+            if self.example_failure is None:
+                self.example_failure = str(failure)
+        finally:
+            self.in_example = outer
 
     @contextlib.contextmanager
     def mode(self, name: str) -> Iterator[None]:
@@ -184,9 +211,9 @@ class Check:
         finally:
             self.current_mode = outer
 
-    def fail(self, message: str) -> NoReturn:
-        """Stop the check with a one-line message in the learner's terms."""
-        raise CheckFailure(message)
+    def fail(self, message: str, named: bool = False) -> NoReturn:
+        """Stop the check with a one-line message in the learner's terms (``named``: it names a mistake)."""
+        raise CheckFailure(message, named)
 
     def expect(self, condition: bool, message: str) -> None:
         """One assertion: fail with ``message`` unless ``condition``."""
@@ -254,14 +281,22 @@ class Check:
         if _close(got, want, rtol, atol):
             self.passed += 1
             return
-        for wrong, message in mistakes:
-            if wrong is not None and _close(got, wrong, rtol, atol):
-                self.fail(f"{what}: {message}")
+        self.name_mistake(got, mistakes, what, rtol, atol)
         if got.shape != want.shape:
             self.fail(f"{what}: expected shape {_shape_str(want.shape)}, got {_shape_str(got.shape)}")
         if want.numel() <= 12:
             self.fail(f"{what}: expected {format_tensor(want)}, got {format_tensor(got)}")
         self.fail(f"{what}: wrong values{_where_differs(got, want)}")
+
+    def name_mistake(self, got: torch.Tensor, mistakes: Sequence[tuple[torch.Tensor | None, str]], what: str,
+                     rtol: float = RTOL, atol: float = ATOL) -> None:
+        """Fail with the message of the first known mistake whose value ``got`` matches; else do nothing.
+        In a worked example (see ``worked_example``) the match must be unambiguous: when ``got`` matches
+        mistakes with different messages, the small input cannot tell them apart and nothing is named."""
+        got = got.detach()
+        matches = [message for wrong, message in mistakes if wrong is not None and _close(got, wrong, rtol, atol)]
+        if matches and (not self.in_example or len(set(matches)) == 1):
+            self.fail(f"{what}: {matches[0]}", named=True)
 
     def unchanged(self, before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], what: str,
                   fix: str = "compute new tensors instead") -> None:
@@ -320,9 +355,14 @@ def run_check(name: str, body: Callable[[Check, Callable], None], fn: Any) -> bo
     except NotImplementedYet as stub:
         return _report(_not_implemented_line(name, stub.hint), False)
     except CheckFailure as failure:
-        return _report(f"❌ {name}: {_one_line(failure, 400)}", False)
+        message = str(failure)
+        if c.example_failure is not None:  # a worked example failed first: its numbers are the readable ones
+            message = f"{message} — on the worked example, {c.example_failure}" if failure.named else c.example_failure
+        return _report(f"❌ {name}: {_one_line(message, 500)}", False)
     except Exception as exc:  # the result had a form the check could not even inspect
         return _report(f"❌ {name}: could not check your result ({type(exc).__name__}: {_one_line(exc)})", False)
+    if c.example_failure is not None:
+        return _report(f"❌ {name}: {_one_line(c.example_failure, 400)}", False)
     if c.pending:
         if len(c.pending) == len(c.modes):  # no mode implemented: the function is still the stub
             hints = set(c.pending.values())

@@ -160,7 +160,8 @@ def _kl_mistakes(lp: torch.Tensor, ref: torch.Tensor, estimator: str) -> list[tu
     if estimator == "k1":
         return [(ell, "k1 has the wrong sign: with ℓ = log π_ref − log π_θ, k1 = −ℓ = log π_θ − log π_ref"),
                 (ell.abs(), "k1 = −ℓ is NOT made non-negative: it is unbiased precisely because it can be negative"),
-                (0.5 * ell**2, "this is k2 (ℓ²/2); k1 = −ℓ = log π_θ − log π_ref")]
+                (0.5 * ell**2, "this is k2 (ℓ²/2); k1 = −ℓ = log π_θ − log π_ref"),
+                (ell.exp() - ell - 1, "this is k3 (exp(ℓ) − ℓ − 1); k1 = −ℓ = log π_θ − log π_ref")]
     if estimator == "k2":
         return [(ell**2, "k2 is ℓ² / 2: you forgot the 1/2"),
                 (-ell, "this is k1; k2 = ℓ² / 2"),
@@ -196,8 +197,9 @@ def check_kl_estimate(c: Check, fn: Callable) -> None:
     ℓ = log π_ref − log π_θ: k1 = −ℓ, k2 = ℓ²/2, k3 = exp(ℓ) − ℓ − 1. Catches the log-ratio the wrong
     way round, k2 without the 1/2, k3 without the −1 or the −ℓ, a wrong k1 sign, an averaged result."""
     lp, ref = torch.tensor(KL_LOG_PROBS), torch.tensor(KL_REF_LOG_PROBS)
-    for estimator, values in KL_EXPECTED.items():
-        _check_kl_case(c, fn, lp, ref, estimator, torch.tensor(values))
+    with c.worked_example():
+        for estimator, values in KL_EXPECTED.items():
+            _check_kl_case(c, fn, lp, ref, estimator, torch.tensor(values))
     gen = _generator(3)
     lp = torch.randn(2, 3, 4, 5, generator=gen).log_softmax(-1)[..., 0]   # [2, 3, 4]
     ref = lp + 0.7 * torch.randn(2, 3, 4, generator=gen)
@@ -238,6 +240,8 @@ def _aggregate_mistakes(x: torch.Tensor, m: torch.Tensor, aggregation: str,
         (_ref_aggregate(x, torch.ones_like(m), aggregation, max_length),
          "you ignored the mask: padding positions must not count"),
         (x.sum(-1).div(lengths).mean(), "the padding values were summed: multiply per_token by the mask first"),
+        (masked.sum(1).div(m.sum(1).clamp(min=1)).mean(), "you reduced over the wrong axis (dim=1, the trial axis): "
+                                                          "a response's tokens lie along the last axis, dim=-1"),
     ]
     if aggregation == "sequence_mean":
         return [
@@ -294,16 +298,18 @@ def check_masked_aggregate(c: Check, fn: Callable) -> None:
     first, constant using the real lengths, the longest real length or ignoring max_length, NaN on an
     all-padding response."""
     x, m = torch.tensor(AGG_PER_TOKEN), torch.tensor(AGG_MASK)
-    for (aggregation, max_length), value in AGG_EXPECTED.items():
-        _check_aggregate_case(c, fn, x, m, aggregation, max_length, torch.tensor(value))
-    _check_aggregate_case(c, fn, torch.tensor(AGG_SHORT_PER_TOKEN), torch.tensor(AGG_SHORT_MASK), "constant", None,
-                          torch.tensor(AGG_SHORT_CONSTANT))
+    with c.worked_example():
+        for (aggregation, max_length), value in AGG_EXPECTED.items():
+            _check_aggregate_case(c, fn, x, m, aggregation, max_length, torch.tensor(value))
+        _check_aggregate_case(c, fn, torch.tensor(AGG_SHORT_PER_TOKEN), torch.tensor(AGG_SHORT_MASK), "constant",
+                              None, torch.tensor(AGG_SHORT_CONSTANT))
     gen = _generator(4)
     x = torch.randn(3, 4, 6, generator=gen)
     lengths = torch.randint(1, 7, (3, 4, 1), generator=gen)
     m = (torch.arange(6) < lengths).float()
     for aggregation in ("sequence_mean", "token_mean", "constant"):
         _check_aggregate_case(c, fn, x, m, aggregation, None, _ref_aggregate(x, m, aggregation))
+    _check_aggregate_case(c, fn, x, m, "constant", 9, _ref_aggregate(x, m, "constant", 9))
     m_empty = m.clone()
     m_empty[1, 2] = 0.0  # one response with no real token at all
     _check_aggregate_case(c, fn, x, m_empty, "sequence_mean", None, _ref_aggregate(x, m_empty, "sequence_mean"))

@@ -120,7 +120,7 @@ def _check_reward_cases(
     if wrong:
         for mistake, message in mistakes:
             if all(math.isclose(value, mistake(p, r), abs_tol=1e-6) for (p, r, _), value in zip(cases, got)):
-                c.fail(message)
+                c.fail(message, named=True)
         (p, r, want), value = wrong[0]
         c.fail(f"prompt {p}, response {r}: expected {want:g} ({explain(p, r)}), got {value:g}")
     c.passed += len(cases)
@@ -377,7 +377,14 @@ def _delta_mistakes(r: torch.Tensor, mode: str) -> list[tuple[torch.Tensor | Non
     std = r.std(dim=1, keepdim=True)
     square = r.shape[0] == r.shape[1]
     keepdim = (r - r.mean(dim=1)) if square else None
+    trial = r.shape[1]
+    leave_one_out = (r - (r.sum(dim=1, keepdim=True) - r) / (trial - 1)) if trial > 1 else None
     centring = [
+        (-centered, "wrong sign: you computed mean − r; the delta is r − mean, positive for a response better than "
+                    "its group"),
+        (leave_one_out, "you subtracted the leave-one-out mean (the mean of the OTHER responses, RLOO's baseline); "
+                        "the delta subtracts the mean of the whole group, r_i included: "
+                        "rewards.mean(dim=1, keepdim=True)"),
         (r - r.mean(dim=0, keepdim=True), "you subtracted the mean over the batch (dim=0); subtract each group's own "
                                           "mean, over the trial axis: rewards.mean(dim=1, keepdim=True)"),
         (r - r.mean(), "you subtracted the mean of the whole batch; subtract each group's own mean: "
@@ -399,6 +406,7 @@ def _delta_mistakes(r: torch.Tensor, mode: str) -> list[tuple[torch.Tensor | Non
         (r / (std + eps), "you divided the raw rewards by the std: subtract the group mean first"),
         (centered, "these are the centred rewards: for 'normalized_rewards' also divide by (std + eps)"),
         *centring,
+        *((None if wrong is None else wrong / (std + eps), message) for wrong, message in centring),
     ]
 
 
@@ -410,7 +418,7 @@ def _check_group_sums(c: Check, got: torch.Tensor, r: torch.Tensor, mode: str) -
         return
     for wrong, message in _delta_mistakes(r, mode):
         if wrong is not None and wrong.shape == got.shape and torch.allclose(got.double(), wrong.double(), atol=1e-4):
-            c.fail(f"{mode}: {message}")
+            c.fail(f"{mode}: {message}", named=True)
     shown = "[" + ", ".join(f"{s:.2f}" for s in sums.tolist()) + "]"
     c.fail(f"{mode}: each group's centred rewards should sum to 0; yours sum to {shown} — "
            "did you subtract the group mean, rewards.mean(dim=1, keepdim=True)?")
@@ -460,7 +468,8 @@ def check_compute_deltas(c: Check, fn: Callable) -> None:
     r = torch.tensor(DELTA_REWARDS)
     want = {"rewards": r, "centered_rewards": torch.tensor(DELTA_CENTERED),
             "normalized_rewards": torch.tensor(DELTA_NORMALIZED)}
-    _check_deltas_case(c, fn, r, want)
+    with c.worked_example():
+        _check_deltas_case(c, fn, r, want)
     # a square [4, 4] batch (so a forgotten keepdim broadcasts silently) with one all-equal group
     r = torch.randint(0, 4, (4, 4), generator=_generator(5)).float()
     r[2] = 1.0
@@ -581,8 +590,9 @@ def check_compute_loss(c: Check, fn: Callable) -> None:
     lp = torch.tensor(PROBE_LOG_PROBS)
     old = lp - torch.tensor(PROBE_RATIOS).log()
     d = torch.tensor(PROBE_DELTAS)
-    for (mode, eps), value in PROBE_LOSS.items():
-        _check_loss_call(c, fn, lp, old, d, mode, None if eps == 0.2 else eps, torch.tensor(value))
+    with c.worked_example():
+        for (mode, eps), value in PROBE_LOSS.items():
+            _check_loss_call(c, fn, lp, old, d, mode, None if eps == 0.2 else eps, torch.tensor(value))
     gen = _generator(6)
     lp = torch.randn(3, 4, 5, generator=gen).log_softmax(-1)  # only the values matter
     old = lp + 0.4 * torch.randn(3, 4, 5, generator=gen)      # ratios spread around the clip range

@@ -105,7 +105,8 @@ def check_first_eos_mask(c: Check, fn: Callable) -> None:
     the last EOS instead of the first, tokens kept until a second EOS, only the EOS masked, argmax on a
     row with no EOS, the wrong axis, a hard-coded eos, a bool mask, in-place edits."""
     tokens = torch.tensor(EOS_TOKENS)
-    _check_eos_case(c, fn, tokens, 2, torch.tensor(EOS_EXPECTED), "hand-worked example")
+    with c.worked_example():
+        _check_eos_case(c, fn, tokens, 2, torch.tensor(EOS_EXPECTED), "hand-worked example")
     gen = _generator(1)
     for eos, shape in ((0, (3, 4, 7)), (5, (2, 5, 9)), (2, (4, 11))):
         tokens = torch.randint(0, 6, shape, generator=gen)
@@ -186,8 +187,9 @@ def check_completion_log_probs(c: Check, fn: Callable) -> None:
     log_softmax(logits[:, prompt_length-1:-1]).gather(-1, input_ids[:, prompt_length:]). Catches the
     missing shift, the ids shifted with the logits, softmax or raw logits instead of log_softmax, the
     wrong axis, a flipped sign, wrong output shapes, a detached result, in-place edits."""
-    _check_lp_case(c, fn, _hand_logits(), torch.tensor(LP_IDS), LP_PROMPT_LENGTH, torch.tensor(LP_EXPECTED),
-                   "hand-worked example")
+    with c.worked_example():
+        _check_lp_case(c, fn, _hand_logits(), torch.tensor(LP_IDS), LP_PROMPT_LENGTH, torch.tensor(LP_EXPECTED),
+                       "hand-worked example")
     gen = _generator(2)
     for batch, seq, vocab, p in ((3, 9, 7, 4), (2, 6, 5, 1), (4, 12, 11, 8)):
         logits = 2.0 * torch.randn(batch, seq, vocab, generator=gen)

@@ -203,6 +203,11 @@ def check_maze_reward(c: Check, fn: Callable) -> None:
     the goal, 0 for every other move and for moves from the goal. Catches a reward for every step,
     a reward for being in / leaving the goal, 1 or a hard-coded 10 or cell 14 instead of the maze's
     goal_reward and goal, and index arithmetic that wraps across rows instead of the blocked move."""
+    with c.worked_example():  # the worked example, by hand, first
+        got = _as_float(c, c.call(fn, Maze(), 11, 3, call="the worked example, cell 11, action 3 (down)"),
+                        "maze_reward(Maze(), 11, 3)")
+        c.equal_number(got, 10.0, "maze_reward(Maze(), 11, 3): 'down' from cell 11 enters the goal, so the "
+                                  "reward")
     for layout, goal_reward in REWARD_MAZES:
         maze = Maze(list(layout), goal_reward=goal_reward)
         cases = [(s, a) for s in range(maze.n_cells) if not maze.walls[s] for a in range(4)]
@@ -213,13 +218,12 @@ def check_maze_reward(c: Check, fn: Callable) -> None:
         if wrong:
             for mistake, message in _REWARD_MISTAKES:
                 if all(math.isclose(g, mistake(maze, s, a), abs_tol=1e-9) for (s, a), g in zip(cases, got)):
-                    c.fail(message)
+                    c.fail(message, named=True)
             (s, a), g, w = wrong[0]
             c.fail(f"maze_reward(maze, {s}, {a}) = {_number(g)}, expected {_number(w)}: "
-                   f"{_explain_reward(maze, s, a, w)} (maze {list(layout)}, goal_reward {goal_reward})")
+                   f"{_explain_reward(maze, s, a, w)} (maze {list(layout)}, goal_reward {goal_reward})",
+                   named=True)  # it says what the reward of that move should be
         c.passed += len(cases)
-    got = _as_float(c, fn(Maze(), 11, 3), "maze_reward(Maze(), 11, 3)")  # the worked example, by hand
-    c.equal_number(got, 10.0, "maze_reward(Maze(), 11, 3): 'down' from cell 11 enters the goal, so the reward")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -293,7 +297,9 @@ def _backup_mistakes(maze: Maze, pi: np.ndarray, v: np.ndarray) -> list[tuple[to
 
 
 def _run_backup(c: Check, fn: Callable, maze: Maze, pi: np.ndarray, v: np.ndarray, want: np.ndarray,
-                what: str) -> np.ndarray:
+                what: str, hand: dict[int, tuple[float, str]] | None = None) -> np.ndarray:
+    """One backup V_k from V_{k-1} = v, compared with ``want``. ``hand`` {cell: (value, why)}: values worked out
+    by hand, checked (after the named mistakes) before the whole vector, so a failure shows the readable one."""
     given_pi, given_v = pi.copy(), v.copy()
     got = c.call(fn, maze, given_pi, given_v, call=what,
                  hints=[("shape", "values_next has one entry per cell; index it with the next cells: "
@@ -312,7 +318,14 @@ def _run_backup(c: Check, fn: Callable, maze: Maze, pi: np.ndarray, v: np.ndarra
         c.fail(f"{what}: expected shape [n_cells] = [{maze.n_cells}], got {list(arr.shape)}"
                + (f" — {hint}" if hint else ""))
     c.passed += 1
-    c.close(torch.from_numpy(arr), torch.from_numpy(want), what, _backup_mistakes(maze, pi, v), rtol=1e-6, atol=1e-9)
+    mistakes = _backup_mistakes(maze, pi, v)
+    if not np.allclose(arr, want, rtol=1e-6, atol=1e-9):
+        c.name_mistake(torch.from_numpy(arr), mistakes, what, rtol=1e-6, atol=1e-9)
+    k = what.split(" ")[0].removeprefix("V_")
+    for cell, (value, why) in (hand or {}).items():
+        c.expect(math.isclose(arr[cell], value, rel_tol=1e-9),
+                 f"V_{k}({cell}) should be {_number(value)} ({why}), got {_number(arr[cell])}")
+    c.close(torch.from_numpy(arr), torch.from_numpy(want), what, mistakes, rtol=1e-6, atol=1e-9)
     return arr
 
 
@@ -335,11 +348,8 @@ def check_bellman_backup(c: Check, fn: Callable) -> None:
     for number, (m, pi, name) in enumerate(cases):
         V = expected_returns(m, pi)
         for k in range(1, m.max_steps + 1):
-            got = _run_backup(c, fn, m, pi, V[k - 1], V[k], f"V_{k} from V_{k - 1} ({name})")
-            for (kk, cell), (value, why) in hand.items():
-                if number == 0 and kk == k:  # the worked example, by hand
-                    c.expect(math.isclose(got[cell], value, rel_tol=1e-9),
-                             f"V_{k}({cell}) should be {_number(value)} ({why}), got {_number(got[cell])}")
+            worked = {cell: entry for (kk, cell), entry in hand.items() if number == 0 and kk == k}  # by hand
+            _run_backup(c, fn, m, pi, V[k - 1], V[k], f"V_{k} from V_{k - 1} ({name})", worked)
     # any V_{k-1} works, not only this policy's: random values (0 at the goal and in walls)
     for m in (maze, other):
         pi = _dirichlet_policy(m, rng)

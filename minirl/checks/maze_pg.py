@@ -97,6 +97,40 @@ def _forward_scan(x: torch.Tensor, factor: Callable[[int], torch.Tensor | float]
     return out
 
 
+def _exclusive_scan(x: torch.Tensor, factor: Callable[[int], torch.Tensor | float]) -> torch.Tensor:
+    """The off-by-one backward loop that stores out_t BEFORE adding x_t: out_t = factor(t) · (x_{t+1} + ...)."""
+    out = torch.zeros_like(x)
+    running = torch.zeros_like(x[..., 0])
+    for t in reversed(range(x.shape[-1])):
+        running = factor(t) * running
+        out[..., t] = running
+        running = running + x[..., t]
+    return out
+
+
+def _off_by_one(correct: torch.Tensor, x: torch.Tensor, factor: Callable[[int], torch.Tensor | float], what: str,
+                recursion: str) -> list[tuple[torch.Tensor, str]]:
+    """The off-by-one mistakes of a backward loop over the last axis, named for ``what`` (G_t or A_t)."""
+    T = x.shape[-1]
+    skip_first = correct.clone()
+    skip_first[..., 0] = 0.0                                      # range(T - 1, 0, -1): t = 0 never filled
+    skip_last = _backward_scan(x[..., :-1], factor) if T > 1 else torch.zeros_like(x)
+    skip_last = torch.cat([skip_last, torch.zeros_like(x[..., :1])], dim=-1) if T > 1 else skip_last
+    shifted = torch.cat([correct[..., 1:], torch.zeros_like(correct[..., :1])], dim=-1)
+    loop = "loop over every step, for t in reversed(range(T))"
+    return [
+        (_exclusive_scan(x, factor), f"off by one: you stored {what} before adding step t's own term, so your "
+                                     f"{what} starts at t + 1; {recursion}"),
+        (shifted, f"off by one: your {what} is the correct one of the NEXT step ({what} = value at t + 1); "
+                  f"index step t itself: {recursion}"),
+        (skip_first, f"off by one: your loop never reaches t = 0 (the first step is left at 0, as with "
+                     f"range(T - 1, 0, -1)); {loop}"),
+        (skip_last, f"off by one: your loop starts at t = T − 2 (the last step is left at 0); {loop}, and at the "
+                    "last step there is nothing after it to add"),
+        (-correct, f"wrong sign: your {what} is the negative of the expected one; {recursion}"),
+    ]
+
+
 def _episode_starts(dones: torch.Tensor) -> torch.Tensor:
     """[..., time] bool: True at the first step of every episode (t = 0 and right after a done)."""
     starts = torch.zeros_like(dones, dtype=torch.bool)
@@ -133,8 +167,14 @@ def _returns_mistakes(rewards: torch.Tensor, dones: torch.Tensor, gamma: float) 
     discounted_total = (rewards * gamma**steps).sum(dim=-1, keepdim=True).expand_as(rewards).clone()
     forward_reset = _forward_scan(rewards, lambda t: gamma * (1.0 - dones[..., t - 1]) if t else 0.0)
     later = torch.cat([dones[..., 1:], torch.zeros_like(dones[..., :1])], dim=-1)
+    earlier = torch.cat([torch.zeros_like(dones[..., :1]), dones[..., :-1]], dim=-1)
     backward = "; the reward-to-go sums the FUTURE rewards of the episode: loop t from the last step backward"
+    recursion = "G_t = r_t + gamma (1 - done_t) G_{t+1}"
     return [
+        *_off_by_one(correct, rewards, lambda t: gamma * (1.0 - dones[..., t]), "G_t", recursion),
+        (_backward_scan(rewards, lambda t: gamma * (1.0 - earlier[..., t])),
+         "your reset is one step early: use done_t of the step itself (dones[..., t], not dones[..., t - 1]), "
+         + recursion),
         (_ref_discounted_returns(rewards, dones, 1.0),
          f"you did not discount (your result is the gamma = 1 one, gamma was {gamma:g}): "
          "G_t = r_t + gamma (1 - done_t) G_{t+1}"),
@@ -196,16 +236,17 @@ def check_discounted_returns(c: Check, fn: Callable) -> None:
     inputs of shapes [time], [episode, time] and [2, 3, time]. Catches no discount, a discount counted
     from the start instead of from t, a forward sum, no reset (or a late reset) at the episode end, the
     whole episode's return on every step, and edits of the inputs in place."""
+    for rewards, dones, gamma, want in RETURNS_HAND_CASES:  # the hand-worked cases first: readable failures
+        r, d = torch.tensor(rewards), torch.tensor(dones)
+        with c.worked_example():
+            _check_returns_case(c, fn, r, d, gamma, torch.tensor(want),
+                                f"rewards {format_tensor(r)}, dones {format_tensor(d)}, gamma={gamma}")
     gen = _generator(1)
     for shape, gamma in [((4, 9), 0.9), ((11,), 0.7), ((2, 3, 8), 0.95)]:
         rewards = torch.randn(*shape, generator=gen)
         dones = _random_dones(shape, gen)
         _check_returns_case(c, fn, rewards, dones, gamma, _ref_discounted_returns(rewards, dones, gamma),
                             f"random rewards {list(shape)}, gamma={gamma}")
-    for rewards, dones, gamma, want in RETURNS_HAND_CASES:
-        r, d = torch.tensor(rewards), torch.tensor(dones)
-        _check_returns_case(c, fn, r, d, gamma, torch.tensor(want),
-                            f"rewards {format_tensor(r)}, dones {format_tensor(d)}, gamma={gamma}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,7 +354,9 @@ def check_reinforce_loss(c: Check, fn: Callable) -> None:
     as the longest real episode),
     a loss with no gradient, and a gradient that flows into the advantages (not detached)."""
     lp, adv, mask = (torch.tensor(x) for x in (LOSS_HAND_LOG_PROBS, LOSS_HAND_ADVANTAGES, LOSS_HAND_MASK))
-    _check_loss_case(c, fn, lp, adv, mask, torch.tensor(LOSS_HAND_VALUE), "the worked example, 2 episodes x 3 steps")
+    with c.worked_example():
+        _check_loss_case(c, fn, lp, adv, mask, torch.tensor(LOSS_HAND_VALUE),
+                         "the worked example, 2 episodes x 3 steps")
     lp, adv, mask = (torch.tensor(x) for x in (LOSS_SHORT_LOG_PROBS, LOSS_SHORT_ADVANTAGES, LOSS_SHORT_MASK))
     _check_loss_case(c, fn, lp, adv, mask, torch.tensor(LOSS_SHORT_VALUE),
                      "2 episodes that both end before the budget of 4 steps")
@@ -356,7 +399,14 @@ def _gae_mistakes(rewards, values, next_values, dones, gamma, lam) -> list[tuple
     delta = "δ_t = r_t + γ (1 − done_t) V(s_{t+1}) − V(s_t)"
     correct = _ref_compute_gae(*args)
     backward = "; A_t gathers the FUTURE TD errors: loop t from the last step backward, " + recursion
+    deltas = rewards + gamma * (1.0 - dones) * next_values - values
+    earlier = torch.cat([torch.zeros_like(dones[..., :1]), dones[..., :-1]], dim=-1)
     return [
+        *_off_by_one(correct, deltas, lambda t: gamma * lam * (1.0 - dones[..., t]), "A_t",
+                     f"{delta}, {recursion}"),
+        (_backward_scan(deltas, lambda t: gamma * lam * (1.0 - earlier[..., t])),
+         "your recursion resets one step early: multiply γλ A_{t+1} by (1 − done_t) of the step itself "
+         "(dones[..., t], not dones[..., t - 1]), " + recursion),
         (_gae_variant(*args, decay="gamma"), f"you ignored lam (your recursion decays by γ alone; lam was {lam:g}): "
                                              + recursion),
         (_gae_variant(*args, decay="zero"), "you returned the TD errors δ_t (that is lam = 0); GAE accumulates "
@@ -414,17 +464,18 @@ def check_compute_gae(c: Check, fn: Callable) -> None:
     [2, 3, time]. Catches λ ignored, only δ, λ instead of γλ (and γλ in δ), a bootstrap or a
     recursion past the episode end, a forward recursion, δ without −V(s_t), values[t + 1] instead
     of next_values[t], and returning the value targets A + V."""
+    for rewards, values, next_values, dones, gamma, lam, want in GAE_HAND_CASES:  # hand-worked first: readable
+        inputs = tuple(torch.tensor(x) for x in (rewards, values, next_values, dones))
+        with c.worked_example():
+            _check_gae_case(c, fn, inputs, gamma, lam, torch.tensor(want),
+                            f"rewards {rewards}, values {values}, next_values {next_values}, dones {dones}, "
+                            f"gamma={gamma}, lam={lam}")
     gen = _generator(3)
     for shape, gamma, lam in [((4, 9), 0.9, 0.8), ((12,), 1.0, 0.95), ((2, 3, 7), 0.8, 0.6)]:
         inputs = (torch.randn(*shape, generator=gen), torch.randn(*shape, generator=gen),
                   torch.randn(*shape, generator=gen), _random_dones(shape, gen))
         _check_gae_case(c, fn, inputs, gamma, lam, _ref_compute_gae(*inputs, gamma, lam),
                         f"random inputs {list(shape)}, gamma={gamma}, lam={lam}")
-    for rewards, values, next_values, dones, gamma, lam, want in GAE_HAND_CASES:
-        inputs = tuple(torch.tensor(x) for x in (rewards, values, next_values, dones))
-        _check_gae_case(c, fn, inputs, gamma, lam, torch.tensor(want),
-                        f"rewards {rewards}, values {values}, next_values {next_values}, dones {dones}, "
-                        f"gamma={gamma}, lam={lam}")
     # the two limits, on consistent values (next_values[t] = values[t + 1] inside an episode, 0 after its end)
     shape = (3, 8)
     rewards, values = torch.randn(*shape, generator=gen), torch.randn(*shape, generator=gen)
