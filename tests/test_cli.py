@@ -17,7 +17,7 @@ def test_train_sorting_prints_summary_and_saves_plot(tmp_path, capsys):
 def test_compare_maze_two_methods(tmp_path, capsys):
     png = tmp_path / "maze.png"
     assert main(["compare", "--task", "maze", "--algos", "reinforce,ppo", "--seeds", "2", "--steps", "10",
-                 "--no-progress", "--plot", str(png)]) == 0
+                 "--workers", "1", "--no-progress", "--plot", str(png)]) == 0
     out = capsys.readouterr().out
     assert out.count("greedy success") == 4
     assert "compared 2 algorithms x 2 seeds on maze" in out
@@ -25,14 +25,16 @@ def test_compare_maze_two_methods(tmp_path, capsys):
 
 
 def test_compare_sorting_summary_line(capsys):
-    assert main(["compare", "--algos", "naive,grpo", "--seeds", "1", "--steps", "10", "--no-progress"]) == 0
+    assert main(["compare", "--algos", "naive,grpo", "--seeds", "1", "--steps", "10", "--workers", "1",
+                 "--no-progress"]) == 0
     assert "mean final greedy_exact: naive" in capsys.readouterr().out
 
 
 def test_compare_variable_length_sorting(tmp_path, capsys):
     png = tmp_path / "lengths.png"
     assert main(["compare", "--task", "variable_sorting", "--length", "3", "--vocab-size", "4", "--algos",
-                 "grpo,dr_grpo", "--seeds", "1", "--steps", "10", "--no-progress", "--plot", str(png)]) == 0
+                 "grpo,dr_grpo", "--seeds", "1", "--steps", "10", "--workers", "1", "--no-progress", "--plot",
+                 str(png)]) == 0
     out = capsys.readouterr().out
     assert "compared 2 algorithms x 1 seeds on variable_sorting" in out and png.exists()
     with pytest.raises(SystemExit, match="not defined for variable_sorting"):
