@@ -244,3 +244,11 @@ def aggregate_over_trial(per_token, mask, aggregation, max_length=None):
 
 def test_aggregate_over_the_wrong_axis(capsys):
     caught(check_masked_aggregate, aggregate_over_trial, capsys, "sequence_mean", "wrong axis", "dim=-1")
+
+
+def test_aggregate_dividing_by_a_reduced_mask_gets_a_hint(capsys):
+    def masked_aggregate(per_token, mask, aggregation, max_length=None):
+        return ((per_token * mask) / mask.sum(-1).clamp(min=1)).sum(-1).mean()  # PyTorch: sizes must match
+
+    caught(check_masked_aggregate, masked_aggregate, capsys, "raised RuntimeError", "size of tensor",
+           "mask.sum(-1) is [batch, trial]")

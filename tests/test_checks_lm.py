@@ -359,3 +359,21 @@ def test_random_texts_mix_accepted_and_rejected():
     parsed = [reference_parse_answer(t) for t in lm_checks._random_texts(lm_checks.SEED, 300)]
     accepted = sum(p is not None for p in parsed)
     assert 60 <= accepted <= 240, accepted
+
+
+def test_gather_without_the_vocab_axis_gets_a_hint(capsys):
+    def completion_log_probs(logits, input_ids, prompt_length):
+        log_p = torch.log_softmax(logits[:, prompt_length - 1:-1], dim=-1)
+        return log_p.gather(-1, input_ids[:, prompt_length:])  # PyTorch: index must have the same dims
+
+    caught(check_completion_log_probs, completion_log_probs, capsys, "raised RuntimeError",
+           "same number of dimensions", "ids.unsqueeze(-1)")
+
+
+def test_misaligned_slices_get_a_hint(capsys):
+    def completion_log_probs(logits, input_ids, prompt_length):
+        log_p = torch.log_softmax(logits[:, -1:], dim=-1)  # only the last position's logits
+        return log_p.gather(-1, input_ids[:, prompt_length:].unsqueeze(-1)).squeeze(-1)
+
+    caught(check_completion_log_probs, completion_log_probs, capsys, "raised RuntimeError", "size does not match",
+           "logits[:, prompt_length-1:-1]")

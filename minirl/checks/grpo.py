@@ -272,6 +272,12 @@ def _aggregate_mistakes(x: torch.Tensor, m: torch.Tensor, aggregation: str,
     ]
 
 
+_AGGREGATE_HINTS = [
+    ("size of tensor", "a reduction dropped an axis the next step needs: mask.sum(-1) is [batch, trial], so divide "
+                       "the per-response sums masked.sum(-1) by it (or keep the axis with keepdim=True)"),
+]
+
+
 def _check_aggregate_case(c: Check, fn: Callable, x: torch.Tensor, m: torch.Tensor, aggregation: str,
                           max_length: int | None, want: torch.Tensor) -> None:
     args = [x.clone().requires_grad_(True), m.clone(), aggregation]
@@ -280,7 +286,7 @@ def _check_aggregate_case(c: Check, fn: Callable, x: torch.Tensor, m: torch.Tens
         args.append(max_length)
         shown += f", max_length={max_length}"
     with c.mode(aggregation):
-        got = c.call(fn, *args, call=shown)
+        got = c.call(fn, *args, call=shown, hints=_AGGREGATE_HINTS)
         what = f"{shown}"
         got = _scalar(c, got, what)
         if not torch.isfinite(got.detach()):
@@ -373,10 +379,20 @@ def _policy_loss_mistakes(lp, old, adv, mask, lo, hi, level) -> list[tuple[torch
     return mistakes
 
 
+# PyTorch's own errors for the usual slips, and what most likely caused them
+_POLICY_LOSS_HINTS = [
+    ("expanded size", "keep the position axis when you average the log-ratio over a response: "
+                      ".sum(-1, keepdim=True) / mask.sum(-1, keepdim=True), then .expand_as(log_probs)"),
+    ("size of tensor", "advantages are [batch, trial], one per response: advantages[..., None] ([batch, trial, 1]) "
+                       "broadcasts over the response's tokens [batch, trial, pos]"),
+]
+
+
 def _check_policy_loss_case(c: Check, fn: Callable, lp, old, adv, mask, lo, hi, level) -> None:
     lp_in = lp.clone().requires_grad_(True)
     shown = f"ratio_level={level!r}, clip_eps_low={lo}, clip_eps_high={hi}"
-    got = c.call(fn, lp_in, old.clone(), adv.clone(), mask.clone(), lo, hi, level, call=shown)
+    got = c.call(fn, lp_in, old.clone(), adv.clone(), mask.clone(), lo, hi, level, call=shown,
+                 hints=_POLICY_LOSS_HINTS)
     what = f"loss ({shown})"
     got = _scalar(c, got, what)
     want = reference_clipped_policy_loss(lp, old, adv, mask, lo, hi, level).detach()

@@ -164,11 +164,22 @@ _LP_SHAPE_HINTS = {
 }
 
 
+# PyTorch's own errors for the usual slips, and what most likely caused them
+_LP_ERROR_HINTS = [
+    ("same number of dimensions", "gather's index needs the vocab axis too: .gather(-1, ids.unsqueeze(-1)), "
+                                  "then .squeeze(-1)"),
+    ("size of tensor", "the logits and the ids must line up: logits[:, prompt_length-1:-1] (seq − prompt_length "
+                       "positions) score input_ids[:, prompt_length:]"),
+    ("size does not match", "the logits and the ids must line up: logits[:, prompt_length-1:-1] (seq − "
+                            "prompt_length positions) score input_ids[:, prompt_length:]"),
+]
+
+
 def _check_lp_case(c: Check, fn: Callable, logits: torch.Tensor, ids: torch.Tensor, p: int, want: torch.Tensor,
                    name: str) -> None:
     logits_in, ids_in = logits.clone().requires_grad_(True), ids.clone()
     shown = f"the {name} (prompt_length={p})"
-    got = c.call(fn, logits_in, ids_in, p, call=shown)
+    got = c.call(fn, logits_in, ids_in, p, call=shown, hints=_LP_ERROR_HINTS)
     what = f"log-probs of {shown}"
     c.unchanged({"logits": logits, "input_ids": ids}, {"logits": logits_in, "input_ids": ids_in}, what)
     batch, seq = ids.shape
