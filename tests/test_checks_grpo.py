@@ -4,79 +4,17 @@ from __future__ import annotations
 
 import pytest
 import torch
-from check_helpers import caught, run
+from check_helpers import caught
 
 import minirl
 from minirl.checks import (
-    check_clipped_policy_loss,
-    check_group_advantages,
+    check_aggregate,
     check_kl_estimate,
-    check_masked_aggregate,
-    reference_clipped_policy_loss,
-    reference_group_advantages,
+    check_policy_loss,
+    check_sequence_ratio,
+    reference_sequence_ratio,
 )
 from minirl.checks import grpo as grpo_checks
-
-# ---- group_advantages ----------------------------------------------------------------------------
-
-
-def adv_with(center, scale, eps_used=None):
-    """A group_advantages built from a centring and a scaling rule (scale None = no eps at all)."""
-    def group_advantages(rewards, normalize=True, eps=1e-6):
-        centered = center(rewards)
-        if not normalize:
-            return centered
-        e = eps if eps_used is None else eps_used
-        return centered / scale(rewards) if e == "none" else centered / (scale(rewards) + e)
-    return group_advantages
-
-
-MEAN = lambda r: r - r.mean(dim=1, keepdim=True)  # noqa: E731
-STD = lambda r: r.std(dim=1, keepdim=True)  # noqa: E731
-
-
-def adv_always_normalised(rewards, normalize=True, eps=1e-6):
-    return reference_group_advantages(rewards, True, eps)
-
-
-def adv_never_normalised(rewards, normalize=True, eps=1e-6):
-    return reference_group_advantages(rewards, False, eps)
-
-
-def adv_in_place(rewards, normalize=True, eps=1e-6):
-    rewards -= rewards.mean(dim=1, keepdim=True)
-    return rewards / (rewards.std(dim=1, keepdim=True) + eps) if normalize else rewards
-
-
-@pytest.mark.parametrize("wrong, keywords", [
-    (adv_with(MEAN, lambda r: r.std(dim=0, keepdim=True)), ["std over the wrong axis"]),
-    (adv_with(lambda r: r - r.mean(dim=0, keepdim=True), STD), ["mean over the batch (dim=0)"]),
-    (adv_with(lambda r: r - r.mean(), STD), ["mean of the whole batch"]),
-    (adv_with(MEAN, lambda r: r.std()), ["std of the whole batch"]),
-    (adv_with(MEAN, STD, eps_used="none"), ["all equal must give zeros", "std + eps"]),
-    (adv_with(MEAN, lambda r: r.std(dim=1, keepdim=True, unbiased=False)), ["population std", "unbiased"]),
-    (adv_with(MEAN, lambda r: r.var(dim=1, keepdim=True)), ["variance"]),
-    (adv_with(MEAN, STD, eps_used=1e-6), ["ignores the eps argument"]),
-    (adv_never_normalised, ["normalize=True", "centred rewards"]),
-    (adv_always_normalised, ["normalize=False", "NOT divide by the std"]),
-    (adv_in_place, ["in place"]),
-], ids=["std-batch", "mean-batch", "mean-global", "std-global", "no-eps", "population-std", "variance",
-        "eps-ignored", "never-normalised", "always-normalised", "in-place"])
-def test_group_advantages_mistakes(wrong, keywords, capsys):
-    caught(check_group_advantages, wrong, capsys, *keywords)
-
-
-def test_group_advantages_other_small_eps_accepted(capsys):
-    ok, _ = run(check_group_advantages, lambda r, normalize=True, eps=1e-6: minirl.compute_deltas(
-        r, "normalized_rewards" if normalize else "centered_rewards", eps), capsys)
-    assert ok
-
-
-def test_group_advantage_constants_match_the_reference():
-    r = torch.tensor(grpo_checks.ADV_REWARDS)
-    torch.testing.assert_close(reference_group_advantages(r, True), torch.tensor(grpo_checks.ADV_NORMALIZED))
-    torch.testing.assert_close(reference_group_advantages(r, False), torch.tensor(grpo_checks.ADV_CENTERED))
-
 
 # ---- kl_estimate -----------------------------------------------------------------------------------
 
@@ -120,16 +58,16 @@ def test_kl_constants_match_the_reference():
         torch.testing.assert_close(minirl.kl_estimate(lp, ref, estimator), torch.tensor(values))
 
 
-# ---- masked_aggregate ------------------------------------------------------------------------------
+# ---- aggregate -----------------------------------------------------------------------------------
 
 
 def agg_with(**overrides):
     """minirl.aggregate with one aggregation replaced by a wrong formula f(x, m, max_length)."""
-    def masked_aggregate(per_token, mask, aggregation, max_length=None):
+    def aggregate(per_token, mask, aggregation="sequence_mean", max_length=None):
         if aggregation in overrides:
             return overrides[aggregation](per_token, mask, max_length)
         return minirl.aggregate(per_token, mask, aggregation, max_length)
-    return masked_aggregate
+    return aggregate
 
 
 def agg_no_mask(per_token, mask, aggregation, max_length=None):
@@ -156,8 +94,8 @@ def seq_mean_no_clamp(x, m, max_length):
      ["torch.Tensor"]),
 ], ids=["no-mask", "seq-full-length", "seq-is-token", "token-per-seq", "token-all-positions", "const-real-length",
         "const-real-tokens", "const-no-max-length", "const-longest-real", "empty-row-nan", "item"])
-def test_masked_aggregate_mistakes(wrong, keywords, capsys):
-    caught(check_masked_aggregate, wrong, capsys, *keywords)
+def test_aggregate_mistakes(wrong, keywords, capsys):
+    caught(check_aggregate, wrong, capsys, *keywords)
 
 
 def test_aggregate_constants_match_the_reference():
@@ -169,28 +107,116 @@ def test_aggregate_constants_match_the_reference():
     assert short.item() == pytest.approx(grpo_checks.AGG_SHORT_CONSTANT)
 
 
-# ---- clipped_policy_loss ---------------------------------------------------------------------------
+# ---- sequence_ratio ------------------------------------------------------------------------------
+
+
+def seq_ratio_with(transform):
+    """A sequence_ratio built from the masked log-ratio [batch, trial, pos] and the mask."""
+    def sequence_ratio(log_probs, old_log_probs, mask):
+        return transform((log_probs - old_log_probs) * mask, mask, log_probs - old_log_probs)
+    return sequence_ratio
+
+
+@pytest.mark.parametrize("wrong, keywords", [
+    (seq_ratio_with(lambda lr, m, raw: lr.sum(-1).exp()), ["product of the token ratios", "normalises by the length"]),
+    (seq_ratio_with(lambda lr, m, raw: (raw.exp() * m).sum(-1) / m.sum(-1).clamp(min=1)),
+     ["averaged the token ratios", "MEAN LOG-ratio"]),
+    (seq_ratio_with(lambda lr, m, raw: raw.mean(-1).exp()), ["padding counted", "REAL tokens"]),
+    (seq_ratio_with(lambda lr, m, raw: (lr.sum(-1) / lr.shape[-1]).exp()), ["all positions", "real length"]),
+    (seq_ratio_with(lambda lr, m, raw: lr.sum(-1) / m.sum(-1).clamp(min=1)), ["take its exp"]),
+    (seq_ratio_with(lambda lr, m, raw: (-lr.sum(-1) / m.sum(-1).clamp(min=1)).exp()), ["upside down"]),
+    (seq_ratio_with(lambda lr, m, raw: (lr.sum(-1) / m.sum(-1)).exp()), ["non-finite", "clamp"]),
+    (seq_ratio_with(lambda lr, m, raw: (lr.sum(-1, keepdim=True) / m.sum(-1, keepdim=True).clamp(min=1)).exp()),
+     ["[batch, trial]", "squeeze"]),
+    (seq_ratio_with(lambda lr, m, raw: (lr.sum(-1) / m.sum(-1).clamp(min=1)).exp().detach()), ["no gradient"]),
+], ids=["product", "mean-of-ratios", "padding", "all-positions", "no-exp", "upside-down", "nan", "keepdim",
+        "detached"])
+def test_sequence_ratio_mistakes(wrong, keywords, capsys):
+    caught(check_sequence_ratio, wrong, capsys, *keywords)
+
+
+def test_sequence_ratio_hand_case_matches_the_reference_and_the_library():
+    old = torch.full((1, 3, 5), -1.0)
+    lp, mask = old + torch.tensor(grpo_checks.SEQ_LOG_RATIOS), torch.tensor(grpo_checks.SEQ_MASK)
+    ratio = reference_sequence_ratio(lp, old, mask)
+    torch.testing.assert_close(ratio, torch.tensor(grpo_checks.SEQ_EXPECTED))
+    _, metrics = minirl.policy_loss(lp, old, torch.ones(1, 3), mask, clip_eps_low=None, ratio_level="sequence")
+    real = mask.sum(-1) > 0  # the library's ratio_mean over real tokens agrees with the per-response ratios
+    assert metrics["ratio_mean"] == pytest.approx(float((ratio * mask.sum(-1)).sum() / mask.sum()))
+    assert real.sum() == 2
+
+
+def test_sequence_ratio_failure_quotes_the_worked_example(capsys):
+    caught(check_sequence_ratio, seq_ratio_with(lambda lr, m, raw: (lr.sum(-1) / m.sum(-1).clamp(min=1)).exp() * 1.1),
+           capsys, "the worked example", "expected [[1.034, 1.822, 1.0]]")
+
+
+# ---- policy_loss -----------------------------------------------------------------------------------
 
 
 def loss_with(**knobs):
-    def clipped_policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low, clip_eps_high, ratio_level):
-        return grpo_checks._loss_variant(log_probs, old_log_probs, advantages, mask, clip_eps_low, clip_eps_high,
-                                         ratio_level, **knobs)
-    return clipped_policy_loss
+    def policy_loss(log_probs, old_log_probs, advantages, mask=None, *, clip_eps_low=0.2, clip_eps_high=None,
+                    ratio_level="token", aggregation="sequence_mean"):
+        hi = clip_eps_low if clip_eps_high is None else clip_eps_high
+        loss = grpo_checks._loss_variant(log_probs, old_log_probs, advantages, mask, clip_eps_low, hi, ratio_level,
+                                         **knobs)
+        return loss, minirl.policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low=clip_eps_low,
+                                        clip_eps_high=clip_eps_high, ratio_level=ratio_level)[1]
+    return policy_loss
 
 
-def loss_token_only(log_probs, old_log_probs, advantages, mask, clip_eps_low, clip_eps_high, ratio_level):
-    return reference_clipped_policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low, clip_eps_high)
+def reference_with(*, metrics=None, loss=None, **forced):
+    """minirl.policy_loss with some keyword forced, the loss transformed or the metrics replaced."""
+    def policy_loss(log_probs, old_log_probs, advantages, mask=None, **kwargs):
+        kwargs.update(forced)
+        value, reference_metrics = minirl.policy_loss(log_probs, old_log_probs, advantages, mask, **kwargs)
+        if loss is not None:
+            value = loss(value, log_probs)
+        return value, (reference_metrics if metrics is None else metrics(log_probs, old_log_probs, advantages, mask,
+                                                                          kwargs))
+    return policy_loss
 
 
-def loss_detached(log_probs, old_log_probs, advantages, mask, clip_eps_low, clip_eps_high, ratio_level):
-    return reference_clipped_policy_loss(log_probs.detach(), old_log_probs, advantages, mask, clip_eps_low,
-                                         clip_eps_high, ratio_level)
+def fractions(count_padding=False, all_positions=False, ignore_sign=False, swap=False):
+    """Clip fractions computed by a learner, with the usual slips."""
+    def metrics(lp, old, adv, mask, kwargs):
+        lo = kwargs.get("clip_eps_low", 0.2)
+        hi = kwargs.get("clip_eps_high") or lo
+        log_ratio = (lp - old).detach() * mask
+        if kwargs.get("ratio_level", "token") == "sequence":
+            log_ratio = (log_ratio.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True).clamp(min=1)).expand_as(lp)
+        ratio, a = log_ratio.exp(), adv[..., None]
+        low, high = ratio < 1 - lo, ratio > 1 + hi
+        if not ignore_sign:
+            low, high = low & (a < 0), high & (a > 0)
+        weight = torch.ones_like(mask) if count_padding else mask
+        n = mask.numel() if all_positions else mask.sum()
+        out = {"clip_frac_low": float((low * weight).sum() / n), "clip_frac_high": float((high * weight).sum() / n)}
+        return {"clip_frac_low": out["clip_frac_high"], "clip_frac_high": out["clip_frac_low"]} if swap else out
+    return metrics
 
 
-def loss_per_token(log_probs, old_log_probs, advantages, mask, clip_eps_low, clip_eps_high, ratio_level):
+def loss_alone(log_probs, old_log_probs, advantages, mask=None, **kwargs):
+    return minirl.policy_loss(log_probs, old_log_probs, advantages, mask, **kwargs)[0]
+
+
+def loss_no_none(log_probs, old_log_probs, advantages, mask=None, *, clip_eps_low=0.2, clip_eps_high=None,
+                 ratio_level="token", aggregation="sequence_mean"):
+    1 + clip_eps_high  # noqa: B018 - a learner's clamp bound: TypeError with None
+    return minirl.policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low=clip_eps_low,
+                              clip_eps_high=clip_eps_high, ratio_level=ratio_level, aggregation=aggregation)
+
+
+def loss_adv_not_expanded(log_probs, old_log_probs, advantages, mask=None, **kwargs):
     ratio = (log_probs - old_log_probs).exp()
-    return -(ratio * advantages[..., None])
+    return -(ratio * advantages).mean(), {}
+
+
+def loss_sequence_without_keepdim(log_probs, old_log_probs, advantages, mask=None, *, ratio_level="token", **kwargs):
+    log_ratio = (log_probs - old_log_probs) * mask
+    if ratio_level == "sequence":
+        log_ratio = (log_ratio.sum(-1) / mask.sum(-1)).expand_as(log_probs)  # PyTorch: the expanded size ...
+    return minirl.policy_loss(log_probs, old_log_probs, advantages, mask, ratio_level="token", **kwargs)
 
 
 @pytest.mark.parametrize("wrong, keywords", [
@@ -202,20 +228,31 @@ def loss_per_token(log_probs, old_log_probs, advantages, mask, clip_eps_low, cli
     (loss_with(combine="max"), ["use min, not max"]),
     (loss_with(sign=1.0), ["wrong sign"]),
     (loss_with(mask_in_agg=False), ["padding counted"]),
-    (loss_token_only, ["ratio_level='sequence' was ignored"]),
-    (loss_detached, ["no gradient"]),
-    (loss_per_token, ["single number"]),
+    (reference_with(ratio_level="token"), ["ratio_level='sequence' was ignored"]),
+    (reference_with(aggregation="sequence_mean"), ["aggregation was ignored"]),
+    (reference_with(loss=lambda value, lp: value.detach()), ["no gradient"]),
+    (loss_alone, ["pair (loss, metrics)"]),
+    (reference_with(metrics=lambda *args: {}), ["no 'clip_frac_low'"]),
+    (reference_with(metrics=fractions(count_padding=True)), ["clip_frac", "padding counted"]),
+    (reference_with(metrics=fractions(all_positions=True)), ["clip_frac", "all positions"]),
+    (reference_with(metrics=fractions(ignore_sign=True)), ["clip_frac", "only ACTIVE", "A < 0"]),
+    (reference_with(metrics=fractions(swap=True)), ["clip_frac_low", "swapped"]),
+    (loss_no_none, ["raised TypeError", "symmetric clip"]),
+    (loss_adv_not_expanded, ["raised RuntimeError", "advantages[..., None]"]),
+    (loss_sequence_without_keepdim, ["raised RuntimeError", "keepdim=True"]),
 ], ids=["symmetric", "low-from-high", "product", "mean-of-ratios", "unmasked-seq-ratio", "max", "sign",
-        "unmasked-average", "token-only", "detached", "per-token"])
-def test_clipped_policy_loss_mistakes(wrong, keywords, capsys):
-    caught(check_clipped_policy_loss, wrong, capsys, *keywords)
+        "unmasked-average", "token-only", "aggregation-ignored", "detached", "loss-alone", "no-metrics",
+        "frac-padding", "frac-all-positions", "frac-any-sign", "frac-swapped", "none-high", "adv-not-expanded",
+        "seq-no-keepdim"])
+def test_policy_loss_mistakes(wrong, keywords, capsys):
+    caught(check_policy_loss, wrong, capsys, *keywords)
 
 
 def test_loss_variant_with_default_knobs_is_the_reference():
     lp, old, adv, mask = grpo_checks._loss_inputs(5, batch=2, trial=3, pos=4, spread=0.3)
     for level in ("token", "sequence"):
-        torch.testing.assert_close(grpo_checks._loss_variant(lp, old, adv, mask, 0.2, 0.28, level),
-                                   reference_clipped_policy_loss(lp, old, adv, mask, 0.2, 0.28, level))
+        want, _ = minirl.policy_loss(lp, old, adv, mask, clip_eps_low=0.2, clip_eps_high=0.28, ratio_level=level)
+        torch.testing.assert_close(grpo_checks._loss_variant(lp, old, adv, mask, 0.2, 0.28, level), want)
 
 
 # ---- k1/k3 swapped, the wrong axis (issue 11) ---------------------------------------------------------
@@ -243,12 +280,12 @@ def aggregate_over_trial(per_token, mask, aggregation, max_length=None):
 
 
 def test_aggregate_over_the_wrong_axis(capsys):
-    caught(check_masked_aggregate, aggregate_over_trial, capsys, "sequence_mean", "wrong axis", "dim=-1")
+    caught(check_aggregate, aggregate_over_trial, capsys, "sequence_mean", "wrong axis", "dim=-1")
 
 
 def test_aggregate_dividing_by_a_reduced_mask_gets_a_hint(capsys):
-    def masked_aggregate(per_token, mask, aggregation, max_length=None):
+    def aggregate(per_token, mask, aggregation="sequence_mean", max_length=None):
         return ((per_token * mask) / mask.sum(-1).clamp(min=1)).sum(-1).mean()  # PyTorch: sizes must match
 
-    caught(check_masked_aggregate, masked_aggregate, capsys, "raised RuntimeError", "size of tensor",
+    caught(check_aggregate, aggregate, capsys, "raised RuntimeError", "size of tensor",
            "mask.sum(-1) is [batch, trial]")

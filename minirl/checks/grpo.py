@@ -1,15 +1,19 @@
 """Checks for notebook 05 (GRPO and its variants), named after the function they check.
 
-    check_group_advantages(fn)      fn(rewards, normalize=True, eps=1e-6) -> advantages[batch, trial]
-    check_kl_estimate(fn)           fn(log_probs, ref_log_probs, estimator) -> per-token KL estimates
-    check_masked_aggregate(fn)      fn(per_token, mask, aggregation, max_length=None) -> scalar
-    check_clipped_policy_loss(fn)   fn(log_probs, old_log_probs, advantages, mask, clip_eps_low, clip_eps_high,
-                                       ratio_level) -> scalar (sequence_mean aggregation)
+    check_kl_estimate(fn)      fn(log_probs, ref_log_probs, estimator) -> per-token KL estimates
+    check_aggregate(fn)        fn(per_token, mask, aggregation="sequence_mean", max_length=None) -> scalar
+    check_sequence_ratio(fn)   fn(log_probs, old_log_probs, mask) -> GSPO's ratio[batch, trial]
+    check_policy_loss(fn)      fn(log_probs, old_log_probs, advantages, mask=None, *, clip_eps_low=0.2,
+                                  clip_eps_high=None, ratio_level="token", aggregation="sequence_mean")
+                                  -> (loss, {"clip_frac_low": ..., "clip_frac_high": ...})
 
-Expected values are hand-computed constants plus the references (``minirl.compute_deltas``,
-``minirl.kl_estimate``, ``minirl.aggregate``, ``minirl.policy_loss``) on seeded random inputs.
-``reference_group_advantages`` and ``reference_clipped_policy_loss`` are the references with the
-exercises' signatures, for the notebook's fallback cells.
+``kl_estimate``, ``aggregate`` and ``policy_loss`` have the library's names and signatures (``aggregate``
+without the micro-batch keywords, ``policy_loss`` without the KL term and the micro-batch keywords,
+its metrics the two clip fractions), so the fallback cells swap in ``minirl.kl_estimate``,
+``minirl.aggregate`` and ``minirl.policy_loss`` as they are. ``reference_sequence_ratio`` is the
+reference for the fallback cell of ``sequence_ratio``, GSPO's length-normalised sequence ratio (inside
+``minirl.policy_loss`` with ``ratio_level="sequence"``). Expected values are hand-computed constants
+plus those references on seeded random inputs.
 """
 
 from __future__ import annotations
@@ -19,19 +23,17 @@ from collections.abc import Callable
 
 import torch
 
-from minirl.advantages import compute_deltas as _ref_compute_deltas
-from minirl.checks._core import Check, exercise_check
+from minirl.checks._core import Check, exercise_check, format_tensor
 from minirl.losses import aggregate as _ref_aggregate
 from minirl.losses import kl_estimate as _ref_kl_estimate
 from minirl.losses import policy_loss as _ref_policy_loss
 
 __all__ = [
-    "check_clipped_policy_loss",
-    "check_group_advantages",
+    "check_aggregate",
     "check_kl_estimate",
-    "check_masked_aggregate",
-    "reference_clipped_policy_loss",
-    "reference_group_advantages",
+    "check_policy_loss",
+    "check_sequence_ratio",
+    "reference_sequence_ratio",
 ]
 
 SEED = 5005
@@ -41,104 +43,25 @@ def _generator(offset: int = 0) -> torch.Generator:
     return torch.Generator().manual_seed(SEED + offset)
 
 
-def reference_group_advantages(rewards: torch.Tensor, normalize: bool = True, eps: float = 1e-6) -> torch.Tensor:
-    """GRPO's group advantage (r − mean) / (std + eps), or Dr GRPO's r − mean with ``normalize=False``."""
-    return _ref_compute_deltas(rewards, "normalized_rewards" if normalize else "centered_rewards", eps)
+def reference_sequence_ratio(log_probs: torch.Tensor, old_log_probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """GSPO's ratio, one per response: ρ_i = exp(Σ_t m_it (log π_θ − log π_old)_it / Σ_t m_it), [batch, trial]
+    (a response with no real token gets exp(0) = 1)."""
+    mask = mask.to(log_probs.dtype)
+    log_ratio = ((log_probs - old_log_probs.detach()) * mask).sum(-1) / mask.sum(-1).clamp(min=1.0)
+    return log_ratio.exp()
 
 
-def reference_clipped_policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low=0.2, clip_eps_high=None,
-                                  ratio_level="token") -> torch.Tensor:
-    """``minirl.policy_loss(...)[0]`` with the sequence_mean aggregation and no KL term."""
-    loss, _ = _ref_policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low=clip_eps_low,
-                               clip_eps_high=clip_eps_high, ratio_level=ratio_level, aggregation="sequence_mean")
-    return loss
+def _reference_policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low=0.2, clip_eps_high=None,
+                           ratio_level="token", aggregation="sequence_mean"):
+    """``minirl.policy_loss`` with no KL term: (loss, metrics)."""
+    return _ref_policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low=clip_eps_low,
+                            clip_eps_high=clip_eps_high, ratio_level=ratio_level, aggregation=aggregation)
 
 
 def _scalar(c: Check, got, what: str) -> torch.Tensor:
     got = c.tensor(got, what)
     c.expect(got.dim() == 0, f"{what}: should be a single number (a 0-dim tensor); got shape {list(got.shape)}")
     return got
-
-
-# ---------------------------------------------------------------------------------------------
-# group_advantages
-# ---------------------------------------------------------------------------------------------
-
-# [batch 3, trial 4]; group means 3, 1, 2; unbiased stds sqrt(14/3), 2, 0 (the last group all equal)
-ADV_REWARDS = [[1.0, 2.0, 3.0, 6.0], [0.0, 0.0, 4.0, 0.0], [2.0, 2.0, 2.0, 2.0]]
-ADV_CENTERED = [[-2.0, -1.0, 0.0, 3.0], [-1.0, -1.0, 3.0, -1.0], [0.0, 0.0, 0.0, 0.0]]
-_S = math.sqrt(14 / 3)
-ADV_NORMALIZED = [[-2 / _S, -1 / _S, 0.0, 3 / _S], [-0.5, -0.5, 1.5, -0.5], [0.0, 0.0, 0.0, 0.0]]
-_ADV_RTOL, _ADV_ATOL = 1e-3, 1e-4
-
-
-def _advantage_mistakes(r: torch.Tensor, normalize: bool, eps: float) -> list[tuple[torch.Tensor | None, str]]:
-    centered = r - r.mean(dim=1, keepdim=True)
-    std = r.std(dim=1, keepdim=True)
-    centring = [
-        (r - r.mean(dim=0, keepdim=True), "you subtracted the mean over the batch (dim=0); each prompt's group is a "
-                                          "row: subtract rewards.mean(dim=1, keepdim=True)"),
-        (r - r.mean(), "you subtracted the mean of the whole batch; subtract each group's own mean, "
-                       "rewards.mean(dim=1, keepdim=True)"),
-        (r, "you returned the raw rewards: subtract each group's mean first"),
-    ]
-    if not normalize:
-        return [
-            (centered / (std + eps), "normalize=False (Dr GRPO) must NOT divide by the std: return r − mean only"),
-            *centring,
-        ]
-    return [
-        (centered, "normalize=True (GRPO) also divides by (std + eps); you returned the centred rewards"),
-        (centered / (r.std(dim=1, keepdim=True, unbiased=False) + eps),
-         "you used the population std (unbiased=False); GRPO and minirl use torch.std's default, the unbiased std "
-         "(dividing by trial − 1)"),
-        (centered / (r.std(dim=0, keepdim=True) + eps), "std over the wrong axis: take it within each group, "
-                                                        "rewards.std(dim=1, keepdim=True), not over the batch"),
-        (centered / (r.std() + eps), "you divided by the std of the whole batch; divide by each group's own std"),
-        (centered / (std**2 + eps), "you divided by the variance; divide by the standard deviation"),
-        (centered / (std + 1e-6), f"your function ignores the eps argument (called with eps = {eps})"),
-        (r.sub(r.mean(dim=0, keepdim=True)) / (r.std(dim=0, keepdim=True) + eps),
-         "mean and std over the batch (dim=0): both must be per group, over the trial axis (dim=1)"),
-        *centring,
-        *((None if wrong is r else wrong / (std + eps), message) for wrong, message in centring),
-    ]
-
-
-def _check_advantages(c: Check, fn: Callable, r: torch.Tensor, normalize: bool, eps: float | None,
-                      want: torch.Tensor) -> None:
-    given = r.clone()
-    kwargs = {"normalize": normalize} if eps is None else {"normalize": normalize, "eps": eps}
-    shown = ", ".join(f"{k}={v}" for k, v in kwargs.items())
-    got = c.call(fn, given, call=shown, **kwargs)
-    what = f"advantages ({shown})"
-    c.expect(torch.equal(given, r), f"{what}: your function changed the rewards tensor in place; build a new tensor")
-    got = c.shape(got, list(r.shape), "batch, trial", what,
-                  {(r.shape[0], 1): "one advantage per response, not per group", (r.shape[0],): "keep the trial axis"})
-    equal_groups = (r == r[:, :1]).all(dim=1)
-    bad = ~torch.isfinite(got.detach()[equal_groups])
-    if bad.any():
-        c.fail(f"{what}: a group whose rewards are all equal must give zeros, got {got[equal_groups][bad][0].item()} "
-               "— its std is 0: divide by (std + eps)")
-    c.expect(bool(torch.isfinite(got).all()), f"{what}: non-finite values {got.tolist()}")
-    c.close(got, want, what, _advantage_mistakes(r, normalize, 1e-6 if eps is None else eps),
-            rtol=_ADV_RTOL, atol=_ADV_ATOL)
-
-
-@exercise_check("group_advantages")
-def check_group_advantages(c: Check, fn: Callable) -> None:
-    """Check ``group_advantages(rewards, normalize=True, eps=1e-6) -> [batch, trial]``: per group (row),
-    (r − mean) / (unbiased std + eps), or r − mean with ``normalize=False``. Catches mean or std over
-    the batch, no eps (NaN on an all-equal group), the population std, the variance, eps ignored,
-    normalize ignored, in-place edits."""
-    r = torch.tensor(ADV_REWARDS)
-    _check_advantages(c, fn, r, True, None, torch.tensor(ADV_NORMALIZED))
-    _check_advantages(c, fn, r, False, None, torch.tensor(ADV_CENTERED))
-    r = torch.randint(0, 2, (5, 5), generator=_generator(1)).float()  # square, binary rewards, one equal group
-    r[3] = 1.0
-    for normalize in (True, False):
-        _check_advantages(c, fn, r, normalize, None, reference_group_advantages(r, normalize))
-    r = torch.rand(3, 6, generator=_generator(2))
-    _check_advantages(c, fn, r, True, 0.5, reference_group_advantages(r, True, 0.5))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,7 +131,7 @@ def check_kl_estimate(c: Check, fn: Callable) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# masked_aggregate
+# aggregate
 # ---------------------------------------------------------------------------------------------
 
 # [batch 1, trial 2, pos 5]: response A has 2 real tokens (values 4, 2), response B has 5 (all 1);
@@ -296,9 +219,9 @@ def _check_aggregate_case(c: Check, fn: Callable, x: torch.Tensor, m: torch.Tens
         c.expect(got.requires_grad, f"{what}: no gradient flows — keep it a tensor computed from per_token")
 
 
-@exercise_check("masked_aggregate")
-def check_masked_aggregate(c: Check, fn: Callable) -> None:
-    """Check ``masked_aggregate(per_token, mask, aggregation, max_length=None) -> scalar`` for
+@exercise_check("aggregate")
+def check_aggregate(c: Check, fn: Callable) -> None:
+    """Check ``aggregate(per_token, mask, aggregation="sequence_mean", max_length=None) -> scalar`` for
     "sequence_mean", "token_mean", "constant" against ``minirl.aggregate``. Catches the mask ignored,
     sequence_mean divided by the full instead of the real length, token_mean averaged per response
     first, constant using the real lengths, the longest real length or ignoring max_length, NaN on an
@@ -322,9 +245,74 @@ def check_masked_aggregate(c: Check, fn: Callable) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# clipped_policy_loss
+# sequence_ratio (GSPO)
 # ---------------------------------------------------------------------------------------------
 
+# [batch 1, trial 3, pos 5]: log-ratios log π_θ − log π_old per position; the padding moved too (must not count).
+SEQ_LOG_RATIOS = [[[0.4, -0.3, 0.0, 0.7, 0.7], [0.6, 0.9, 0.9, 0.9, 0.9], [0.5, 0.5, 0.5, 0.5, 0.5]]]
+SEQ_MASK = [[[1.0, 1.0, 1.0, 0.0, 0.0], [1.0, 0.0, 0.0, 0.0, 0.0], [0.0, 0.0, 0.0, 0.0, 0.0]]]
+# exp((0.4 − 0.3 + 0) / 3), exp(0.6 / 1), and exp(0) = 1 for a response with no real token
+SEQ_EXPECTED = [[math.exp(0.1 / 3), math.exp(0.6), 1.0]]
+
+
+def _sequence_ratio_mistakes(lp, old, mask) -> list[tuple[torch.Tensor | None, str]]:
+    log_ratio = lp - old
+    masked = log_ratio * mask
+    n = mask.sum(-1).clamp(min=1.0)
+    mean_log = masked.sum(-1) / n
+    return [
+        (masked.sum(-1).exp(), "this is the product of the token ratios, exp(Σ log ρ_t): GSPO normalises by the "
+                               "length, exp(Σ m_t log ρ_t / Σ m_t), so a long response's ratio does not explode"),
+        ((log_ratio.exp() * mask).sum(-1) / n, "you averaged the token ratios; the sequence ratio is the exp of "
+                                               "the MEAN LOG-ratio (a geometric mean), exp(Σ m_t log ρ_t / Σ m_t)"),
+        (log_ratio.mean(-1).exp(), "the padding counted: average the log-ratio over the REAL tokens only, "
+                                   "(log_ratio * mask).sum(-1) / mask.sum(-1)"),
+        ((masked.sum(-1) / lp.shape[-1]).exp(), "you divided by all positions; divide by the real length, "
+                                                "mask.sum(-1).clamp(min=1)"),
+        (mean_log, "you returned the mean log-ratio: take its exp"),
+        ((-mean_log).exp(), "the ratio is upside down: use log π_θ − log π_old (log_probs − old_log_probs)"),
+        (log_ratio.sum(-1).exp(), "the product of ALL positions' ratios, padding included: average the log-ratio "
+                                  "over the real tokens only"),
+    ]
+
+
+def _check_sequence_ratio_case(c: Check, fn: Callable, lp: torch.Tensor, old: torch.Tensor, mask: torch.Tensor,
+                               want: torch.Tensor, what: str) -> None:
+    lp_in, old_in, mask_in = lp.clone().requires_grad_(True), old.clone(), mask.clone()
+    got = c.call(fn, lp_in, old_in, mask_in, call=what, hints=[
+        ("size of tensor", "sum the masked log-ratio over positions and divide by mask.sum(-1): both [batch, trial]")])
+    c.unchanged({"old_log_probs": old, "mask": mask}, {"old_log_probs": old_in, "mask": mask_in}, what)
+    batch, trial, pos = lp.shape
+    got = c.shape(got, [batch, trial], "batch, trial", f"ratio ({what})", {
+        (batch, trial, 1): "one ratio per response: drop the kept position axis (.squeeze(-1))",
+        (batch, trial, pos): "one ratio per RESPONSE, not per token: average the log-ratio over the real tokens"})
+    if not torch.isfinite(got.detach()).all():
+        c.fail(f"ratio ({what}): non-finite values {format_tensor(got)} — a response with no real token must give "
+               "exp(0) = 1: clamp its length to at least 1, mask.sum(-1).clamp(min=1)")
+    c.close(got, want, f"ratio ({what})", _sequence_ratio_mistakes(lp, old, mask))
+    c.expect(got.requires_grad, f"ratio ({what}): no gradient flows to log_probs — the loss backpropagates through "
+                                "the ratio (no .detach(), .item() or torch.no_grad())")
+
+
+@exercise_check("sequence_ratio")
+def check_sequence_ratio(c: Check, fn: Callable) -> None:
+    """Check ``sequence_ratio(log_probs, old_log_probs, mask) -> ratio[batch, trial]``, GSPO's
+    exp(Σ_t m_t (log π_θ − log π_old) / Σ_t m_t), on a hand case then against ``reference_sequence_ratio``.
+    Catches the product of token ratios, the mean of token ratios, the padding counted, all positions as the
+    length, no exp, the ratio upside down, NaN on an empty response, a kept position axis, no gradient."""
+    old = torch.full((1, 3, 5), -1.0)
+    with c.worked_example():
+        _check_sequence_ratio_case(c, fn, old + torch.tensor(SEQ_LOG_RATIOS), old, torch.tensor(SEQ_MASK),
+                                   torch.tensor(SEQ_EXPECTED), "the worked example")
+    for offset, (batch, trial, pos) in [(7, (2, 3, 6)), (8, (3, 4, 5))]:
+        lp, old, _, mask = _loss_inputs(offset, batch, trial, pos, spread=0.4)
+        _check_sequence_ratio_case(c, fn, lp, old, mask, reference_sequence_ratio(lp, old, mask),
+                                   f"random log-probs [{batch}, {trial}, {pos}]")
+
+
+# ---------------------------------------------------------------------------------------------
+# policy_loss
+# ---------------------------------------------------------------------------------------------
 
 def _loss_variant(lp, old, adv, mask, lo, hi, level, *, seq_ratio="mean_log", mask_in_ratio=True, combine="min",
                   sign=-1.0, mask_in_agg=True, clip="both"):
@@ -381,6 +369,7 @@ def _policy_loss_mistakes(lp, old, adv, mask, lo, hi, level) -> list[tuple[torch
 
 # PyTorch's own errors for the usual slips, and what most likely caused them
 _POLICY_LOSS_HINTS = [
+    ("nonetype", "clip_eps_high=None means a symmetric clip: use clip_eps_low in its place"),
     ("expanded size", "keep the position axis when you average the log-ratio over a response: "
                       ".sum(-1, keepdim=True) / mask.sum(-1, keepdim=True), then .expand_as(log_probs)"),
     ("size of tensor", "advantages are [batch, trial], one per response: advantages[..., None] ([batch, trial, 1]) "
@@ -388,16 +377,92 @@ _POLICY_LOSS_HINTS = [
 ]
 
 
-def _check_policy_loss_case(c: Check, fn: Callable, lp, old, adv, mask, lo, hi, level) -> None:
+def _clip_fraction_mistakes(lp, old, adv, mask, lo, hi, level) -> dict[str, list[tuple[float, str]]]:
+    """The clip fractions computed the usual wrong ways: {metric: [(value, message), ...]}."""
+    with torch.no_grad():
+        log_ratio = (lp - old) * mask
+        if level == "sequence":
+            log_ratio = (log_ratio.sum(-1, keepdim=True) / mask.sum(-1, keepdim=True).clamp(min=1)).expand_as(lp)
+        ratio, a = log_ratio.exp(), adv[..., None].expand_as(lp)
+        n_real, n_all = float(mask.sum().clamp(min=1)), float(mask.numel())
+        low, high = (ratio < 1 - lo), (ratio > 1 + hi)
+        out = {}
+        for name, outside, sign in (("clip_frac_low", low, a < 0), ("clip_frac_high", high, a > 0)):
+            out[name] = [
+                (float((outside & sign).float().mul(mask).sum()) / n_all,
+                 "you divided by all positions, padding included; divide by the number of real tokens, mask.sum()"),
+                (float((outside & sign).float().sum()) / n_real, "the padding counted: multiply by the mask"),
+                (float(outside.float().mul(mask).sum()) / n_real,
+                 "the clip is only ACTIVE where it changes the min: ρ < 1 − ε_low with A < 0 (low), "
+                 "ρ > 1 + ε_high with A > 0 (high); count only those"),
+            ]
+        out["clip_frac_low"].append((float((high & (a > 0)).float().mul(mask).sum()) / n_real,
+                                     "this is the fraction for the UPPER clip: clip_frac_low and clip_frac_high "
+                                     "are swapped"))
+        return out
+
+
+def _check_policy_loss_case(c: Check, fn: Callable, lp, old, adv, mask, lo, hi, level,
+                            aggregation: str = "sequence_mean") -> None:
     lp_in = lp.clone().requires_grad_(True)
-    shown = f"ratio_level={level!r}, clip_eps_low={lo}, clip_eps_high={hi}"
-    got = c.call(fn, lp_in, old.clone(), adv.clone(), mask.clone(), lo, hi, level, call=shown,
-                 hints=_POLICY_LOSS_HINTS)
+    kwargs = {"clip_eps_low": lo, "clip_eps_high": hi, "ratio_level": level}
+    if aggregation != "sequence_mean":
+        kwargs["aggregation"] = aggregation
+    shown = ", ".join(f"{k}={v!r}" for k, v in kwargs.items())
+    got = c.call(fn, lp_in, old.clone(), adv.clone(), mask.clone(), call=shown, hints=_POLICY_LOSS_HINTS, **kwargs)
     what = f"loss ({shown})"
-    got = _scalar(c, got, what)
-    want = reference_clipped_policy_loss(lp, old, adv, mask, lo, hi, level).detach()
-    c.close(got, want, what, _policy_loss_mistakes(lp, old, adv, mask, lo, hi, level))
-    c.expect(got.requires_grad, f"{what}: no gradient flows to log_probs — keep the loss a tensor computed from them")
+    if isinstance(got, torch.Tensor):
+        c.fail(f"{what}: return the pair (loss, metrics) like minirl.policy_loss, not the loss alone: "
+               'return loss, {"clip_frac_low": ..., "clip_frac_high": ...}')
+    c.expect(isinstance(got, tuple) and len(got) == 2 and isinstance(got[1], dict),
+             f"{what}: expected a pair (loss, metrics dict), got {type(got).__name__}")
+    loss, metrics = got
+    loss = _scalar(c, loss, what)
+    eff_hi = lo if hi is None else hi
+    want, want_metrics = _reference_policy_loss(lp, old, adv, mask, **kwargs)
+    mistakes = _policy_loss_mistakes(lp, old, adv, mask, lo, eff_hi, level) if aggregation == "sequence_mean" else [
+        (_ref_policy_loss(lp, old, adv, mask, clip_eps_low=lo, clip_eps_high=hi, ratio_level=level)[0],
+         "aggregation was ignored: reduce the per-token loss with aggregate(per_token, mask, aggregation)")]
+    if hi is None:
+        mistakes.append((_loss_variant(lp, old, adv, mask, lo, float("inf"), level),
+                         "clip_eps_high=None means a symmetric clip, [1 − ε_low, 1 + ε_low]; you left the top open"))
+    c.close(loss, want.detach(), what, mistakes)
+    c.expect(loss.requires_grad, f"{what}: no gradient flows to log_probs — keep the loss a tensor computed from them")
+    wrong = _clip_fraction_mistakes(lp, old, adv, mask, lo, eff_hi, level)
+    for name in ("clip_frac_low", "clip_frac_high"):
+        if name not in metrics:
+            c.fail(f"{what}: metrics has no {name!r} (it has {sorted(metrics)}): the fraction of real tokens where "
+                   + ("ρ < 1 − ε_low and A < 0" if name == "clip_frac_low" else "ρ > 1 + ε_high and A > 0"))
+        value = metrics[name]
+        try:
+            value = float(value)
+        except (TypeError, ValueError):
+            c.fail(f"{what}: metrics[{name!r}] should be a number, got {type(value).__name__}")
+        if not math.isclose(value, want_metrics[name], abs_tol=1e-6):
+            for wrong_value, message in wrong[name]:
+                if math.isclose(value, wrong_value, abs_tol=1e-6):
+                    c.fail(f"{what}: {name} = {value:.4g}, expected {want_metrics[name]:.4g} — {message}", named=True)
+            c.fail(f"{what}: {name} = {value:.4g}, expected {want_metrics[name]:.4g} (the fraction of real tokens "
+                   "where the clip is active)")
+        c.passed += 1
+
+
+@exercise_check("policy_loss")
+def check_policy_loss(c: Check, fn: Callable) -> None:
+    """Check ``policy_loss(log_probs, old_log_probs, advantages, mask, *, clip_eps_low, clip_eps_high, ratio_level,
+    aggregation) -> (loss, metrics)`` against ``minirl.policy_loss`` (no KL term): the loss, and the metrics
+    clip_frac_low / clip_frac_high. Catches a symmetric clip that ignores clip_eps_high, clip_eps_high=None
+    not read as symmetric, the sequence ratio as a product or a mean of token ratios, the mask ignored in the
+    sequence ratio or in the average, min and max swapped, a flipped sign, ratio_level or aggregation
+    ignored, the loss alone returned, clip fractions over all positions, regardless of the advantage's sign,
+    or swapped."""
+    lp, old, adv, mask = _loss_inputs(5, batch=2, trial=3, pos=4, spread=0.3)
+    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, 0.28, "token")
+    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.1, 0.15, "sequence")
+    lp, old, adv, mask = _loss_inputs(6, batch=3, trial=4, pos=5, spread=0.15)
+    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, None, "token")
+    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.05, 0.08, "sequence")
+    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, 0.28, "token", aggregation="token_mean")
 
 
 def _loss_inputs(offset: int, batch: int, trial: int, pos: int, spread: float):
@@ -411,18 +476,3 @@ def _loss_inputs(offset: int, batch: int, trial: int, pos: int, spread: float):
     mask = (torch.arange(pos) < lengths).float()
     old = torch.where(mask.bool(), old, old + 2.0)  # padding with wildly different log-probs: must not count
     return lp, old, adv, mask
-
-
-@exercise_check("clipped_policy_loss")
-def check_clipped_policy_loss(c: Check, fn: Callable) -> None:
-    """Check ``clipped_policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low, clip_eps_high,
-    ratio_level)`` (sequence_mean aggregation) against ``minirl.policy_loss``. Catches a symmetric clip
-    that ignores clip_eps_high, the sequence ratio as a product or as a mean of token ratios, the mask
-    ignored in the sequence ratio or in the average, min and max swapped, a flipped sign,
-    ratio_level ignored."""
-    lp, old, adv, mask = _loss_inputs(5, batch=2, trial=3, pos=4, spread=0.3)
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, 0.28, "token")
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.1, 0.15, "sequence")
-    lp, old, adv, mask = _loss_inputs(6, batch=3, trial=4, pos=5, spread=0.15)
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, 0.2, "token")
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.05, 0.08, "sequence")
