@@ -30,7 +30,9 @@ import argparse
 import ast
 import copy
 import json
+import re
 import sys
+import textwrap
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -77,14 +79,47 @@ def _stub(indent: str, hint: str) -> str:
     return f"{indent}raise NotImplementedError({json.dumps(hint, ensure_ascii=False)})"
 
 
+def _assigned_names(region: list[str]) -> list[str]:
+    """The names a solution region binds (assignments, loop and ``with`` targets), in order of appearance;
+    [] when the region does not parse on its own."""
+    body = textwrap.dedent("\n".join(line for line in region if line.strip()))
+    try:
+        tree = ast.parse("def _region():\n" + textwrap.indent(body, "    "))
+    except SyntaxError:
+        return []
+    stores = sorted((node.lineno, node.col_offset, node.id) for node in ast.walk(tree)
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
+    return list(dict.fromkeys(name for _, _, name in stores))
+
+
+def _code_part(line: str) -> str:
+    """A line without its comment and string literals (roughly: enough to look for names in it)."""
+    line = re.sub(r"(\"[^\"]*\"|'[^']*')", "", line)
+    return line.split("#", 1)[0]
+
+
+def _names_needed_below(before: list[str], region: list[str], after: list[str], later_hints: list[str]) -> list[str]:
+    """Names the region binds that the learner's code after the stub still uses (or a later stub's hint
+    names), and that nothing before the region bound: the learner must bind them, and the stub says so."""
+    seen_before = " ".join(_code_part(line) for line in before)
+    seen_after = " ".join([*(_code_part(line) for line in after), *later_hints])
+    return [name for name in _assigned_names(region)
+            if re.search(rf"\b{name}\b", seen_after) and not re.search(rf"\b{name}\b", seen_before)]
+
+
 def strip_solutions(source: str, where: str = "cell") -> str:
     """Replace every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region of ``source`` by a stub.
+
+    When code that stays in the learner version after a region uses a name the region binds (say
+    ``centered``, returned below the stub), or a later region's hint names it, the stub is preceded by a
+    comment saying the learner's code must set it: ``# your code must set: centered (used below)``.
 
     Raises ``CourseError`` (naming ``where`` and the line) for unbalanced or nested markers.
     """
     lines = source.split("\n")
     out: list[str] = []
     begin_line: int | None = None
+    regions: list[tuple[int, int, str]] = []  # (index of BEGIN, index of END, indent)
     for number, line in enumerate(lines, start=1):
         marker = line.strip()
         if marker == BEGIN:
@@ -92,18 +127,32 @@ def strip_solutions(source: str, where: str = "cell") -> str:
                 raise CourseError(f"{where}: line {number}: {BEGIN!r} inside the region opened on line {begin_line} "
                                   f"(close it with {END!r} first)")
             begin_line = number
-            indent = line[: len(line) - len(line.lstrip())]
-            following = lines[number].strip() if number < len(lines) else ""
-            hint = following[len(HINT):].strip() if following.startswith(HINT) else ""
-            out.append(_stub(indent, hint or DEFAULT_HINT))
         elif marker == END:
             if begin_line is None:
                 raise CourseError(f"{where}: line {number}: {END!r} without a {BEGIN!r} before it")
+            begin = lines[begin_line - 1]
+            regions.append((begin_line - 1, number - 1, begin[: len(begin) - len(begin.lstrip())]))
             begin_line = None
-        elif begin_line is None:
-            out.append(line)
     if begin_line is not None:
         raise CourseError(f"{where}: line {begin_line}: {BEGIN!r} is never closed by {END!r}")
+    hidden = {i for start, end, _ in regions for i in range(start, end + 1)}
+    kept = [i for i in range(len(lines)) if i not in hidden]
+    starts = {start: (end, indent) for start, end, indent in regions}
+    for index, line in enumerate(lines):
+        if index in starts:
+            end, indent = starts[index]
+            following = lines[index + 1].strip()
+            hint = following[len(HINT):].strip() if following.startswith(HINT) else ""
+            region = [text for text in lines[index + 1:end] if not text.strip().startswith(HINT)]
+            later_hints = [lines[start + 1].strip()[len(HINT):] for start, _, _ in regions
+                           if start > index and lines[start + 1].strip().startswith(HINT)]
+            needed = _names_needed_below([lines[i] for i in kept if i < index], region,
+                                         [lines[i] for i in kept if i > end], later_hints)
+            if needed:
+                out.append(f"{indent}# your code must set: {', '.join(needed)} (used below)")
+            out.append(_stub(indent, hint or DEFAULT_HINT))
+        elif index not in hidden:
+            out.append(line)
     return "\n".join(out)
 
 

@@ -15,9 +15,9 @@ from minirl.checks import (
     check_compute_deltas,
     check_compute_log_probs,
     check_compute_loss,
+    check_forward,
     check_sort_distance_reward,
     check_sort_inclusion_ordering_reward,
-    check_tiny_forward,
     tiny_forward,
     use_reference,
 )
@@ -194,7 +194,7 @@ def fwd_bad_pattern(emb, enc, dec, prompts):
     (fwd_bad_pattern, ["raised", "einsum"]),
 ])
 def test_tiny_forward_mistakes(wrong, keywords, capsys):
-    caught(check_tiny_forward, wrong, capsys, *keywords)
+    caught(check_forward, wrong, capsys, *keywords)
 
 
 def test_tiny_forward_reference_equals_model():

@@ -94,7 +94,45 @@ def test_two_regions_in_one_cell_and_default_hint(learner):
 
 
 def test_top_level_region(learner):
-    assert learner.cells[2].source == f'x = 2\nraise NotImplementedError("{course.DEFAULT_HINT}")\nprint(y)'
+    assert learner.cells[2].source == (f'x = 2\n# your code must set: y (used below)\n'
+                                       f'raise NotImplementedError("{course.DEFAULT_HINT}")\nprint(y)')
+
+
+def test_stub_names_what_the_code_below_it_uses():
+    source = "\n".join([
+        "def f(rewards, mode, eps=1e-6):",
+        "    scale = 2.0",
+        "    ### BEGIN SOLUTION",
+        "    ### HINT: centre the rewards",
+        "    centered = rewards - rewards.mean()",
+        "    scale = centered.std()          # already bound above: not the learner's to bind",
+        "    spare = 1                       # never used below",
+        "    for step in range(2):           # loop targets count too",
+        "        pass",
+        "    ### END SOLUTION",
+        "    if mode == 'centered':",
+        "        return centered * step  # 'spare' only in this comment",
+        "    ### BEGIN SOLUTION",
+        "    ### HINT: ratio = exp(...)",
+        "    ratio = rewards.exp()",
+        "    ### END SOLUTION",
+        "    ### BEGIN SOLUTION",
+        "    ### HINT: ratio.clamp(...) then min",
+        "    return ratio.clamp(0, 1) / scale",
+        "    ### END SOLUTION",
+    ])
+    lines = course.strip_solutions(source).split("\n")
+    assert lines[2] == "    # your code must set: centered, step (used below)"
+    assert lines[3] == '    raise NotImplementedError("centre the rewards")'
+    assert lines[6] == "    # your code must set: ratio (used below)"   # a later stub's hint names it
+    assert lines[7] == '    raise NotImplementedError("ratio = exp(...)")'
+    assert lines[8] == '    raise NotImplementedError("ratio.clamp(...) then min")'
+    assert len(lines) == 9
+
+
+def test_no_comment_when_nothing_below_needs_the_regions_names():
+    source = "def f(x):\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n    ### END SOLUTION"
+    assert course.strip_solutions(source) == f'def f(x):\n    raise NotImplementedError("{course.DEFAULT_HINT}")'
 
 
 def test_every_learner_code_cell_parses(learner):

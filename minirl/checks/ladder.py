@@ -2,7 +2,7 @@
 
     check_sort_distance_reward(fn)            fn(prompt: list[int], response: list[int]) -> float
     check_sort_inclusion_ordering_reward(fn)  fn(prompt: list[int], response: list[int]) -> float
-    check_tiny_forward(fn)                    fn(embedding, encode_weights, decode_weights, prompts) -> logits
+    check_forward(fn)                         fn(embedding, encode_weights, decode_weights, prompts) -> logits
     check_compute_log_probs(fn)               fn(prompts, responses, model) -> log_probs[batch, trial, pos]
     check_compute_deltas(fn)                  fn(rewards, mode) -> deltas[batch, trial]
     check_compute_loss(fn)                    fn(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2) -> loss
@@ -42,7 +42,7 @@ __all__ = [
     "check_compute_loss",
     "check_sort_distance_reward",
     "check_sort_inclusion_ordering_reward",
-    "check_tiny_forward",
+    "check_forward",
     "tiny_forward",
 ]
 
@@ -273,8 +273,8 @@ def _check_forward_case(c: Check, fn: Callable, batch: int, vocab: int, dim: int
                                 "forward — training backpropagates through it")
 
 
-@exercise_check("tiny_forward")
-def check_tiny_forward(c: Check, fn: Callable) -> None:
+@exercise_check("forward")
+def check_forward(c: Check, fn: Callable) -> None:
     """Check ``forward(embedding, encode_weights, decode_weights, prompts) -> logits[batch, pos, vocab]``
     against ``TinyEncoderDecoder``. Catches a missing tied output embedding, an einsum over the
     wrong weight axis, one shared matrix for all positions, a mean over prompt positions,
