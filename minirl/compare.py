@@ -112,6 +112,11 @@ def knob_label(algo: AlgoConfig, below: AlgoConfig | None) -> str:
     return f"{algo.name}: " + ", ".join(f"+{k}={v}" for k, (v, _) in changed.items())
 
 
+def _knob_labels(names: Sequence[str]) -> dict[str, str]:
+    """``{rung: knob_label}``, each rung measured against the one listed before it."""
+    return {n: knob_label(ALGORITHMS[n], ALGORITHMS[names[i - 1]] if i else None) for i, n in enumerate(names)}
+
+
 def _final(histories: Sequence[History], metric: str = "greedy_exact") -> np.ndarray:
     return np.array([h.evals[-1][metric] for h in histories])
 
@@ -158,39 +163,40 @@ def ladder_summary(runs: Mapping[str, Sequence[History]], gain: float = GAIN) ->
     """One paragraph per rung, in the order of ``runs``: the knob it adds, its greedy accuracy (final, and after
     a tenth of the samples) as mean ± std over seeds, the fraction of all-equal groups at the end, and a verdict
     against the rung above it: the lift in points, or, below ``gain``, a measured reason."""
-    lines = []
     names = list(runs)
+    labels = _knob_labels(names)
+    final = {n: _final(runs[n]) for n in names}
+    early = {n: _early(runs[n]) for n in names}
+    stuck = {n: _mean(runs[n], "zero_variance_groups", 0.05) for n in names}  # all-equal groups at the end
+    lines = []
     for i, name in enumerate(names):
-        algo = ALGORITHMS[name]
-        below = ALGORITHMS[names[i - 1]] if i else None
-        final, early = _final(runs[name]), _early(runs[name])
-        stuck = _mean(runs[name], "zero_variance_groups", 0.05)
         samples = int(runs[name][0]["samples"][-1])
-        line = (f"{knob_label(algo, below):<48} greedy accuracy {final.mean():6.1%} ± {final.std():4.1%} after "
-                f"{samples:,} samples ({early.mean():5.1%} after a tenth); all-equal groups at the end {stuck:4.0%}")
-        if below is not None:
-            lift = final.mean() - _final(runs[below.name]).mean()
-            early_lift = early.mean() - _early(runs[below.name]).mean()
+        line = (f"{labels[name]:<48} greedy accuracy {final[name].mean():6.1%} ± {final[name].std():4.1%} after "
+                f"{samples:,} samples ({early[name].mean():5.1%} after a tenth); all-equal groups at the end "
+                f"{stuck[name]:4.0%}")
+        if i:
+            below = names[i - 1]
+            lift = final[name].mean() - final[below].mean()
+            early_lift = early[name].mean() - early[below].mean()
             if lift > gain:
                 verdict = f"helps: {lift * 100:+.1f} points at the end ({early_lift * 100:+.1f} after a tenth)"
             else:
                 verdict = (f"no gain at the end ({lift * 100:+.1f} points; {early_lift * 100:+.1f} after a tenth): "
-                           f"{_why_no_gain(algo, below, runs)}")
+                           f"{_why_no_gain(ALGORITHMS[name], ALGORITHMS[below], runs)}")
             line += f"\n{'':<4}{verdict}"
         lines.append(line)
-    plateau = [n for n in names if _mean(runs[n], "zero_variance_groups", 0.05) > 0.9 and _final(runs[n]).mean() < 0.95]
+    plateau = [n for n in names if stuck[n] > 0.9 and final[n].mean() < 0.95]
     if plateau:
         lines.append(f"Plateaus: {', '.join(plateau)} end below 95% with over 90% of groups all-equal: the policy "
                      f"samples the same answer to a prompt every time, right or wrong, so every advantage is 0 and "
                      f"learning stops.")
     lively = [n for n in names if ALGORITHMS[n].entropy_coef > 0 and n not in plateau]
     if plateau and lively:
+        first_half = {n: _mean(runs[n], "zero_variance_groups", 0.5, first=True) for n in lively + plateau}
         lines.append(f"With an entropy bonus ({', '.join(lively)}) the policy keeps sampling alternatives while it "
-                     f"learns: " + ", ".join(f"{n} {_mean(runs[n], 'zero_variance_groups', 0.5, first=True):.0%}"
-                                            for n in lively)
+                     f"learns: " + ", ".join(f"{n} {first_half[n]:.0%}" for n in lively)
                      + " of groups all-equal over the first half of training, against "
-                     + ", ".join(f"{n} {_mean(runs[n], 'zero_variance_groups', 0.5, first=True):.0%}" for n in plateau)
-                     + ".")
+                     + ", ".join(f"{n} {first_half[n]:.0%}" for n in plateau) + ".")
     return "\n".join(lines)
 
 
@@ -202,9 +208,7 @@ def plot_ladder(runs: Mapping[str, Sequence[History]], title: str = "The policy-
 
     from minirl.plotting import plot_reward_curves
 
-    names = list(runs)
-    labelled = {knob_label(ALGORITHMS[n], ALGORITHMS[names[i - 1]] if i else None): runs[n]
-                for i, n in enumerate(names)}
+    labelled = {label: runs[n] for n, label in _knob_labels(list(runs)).items()}
     fig, axes = plt.subplots(2, 2, figsize=(14, 9.5))
     panels = [("reward", "training reward: positions right, 0–3"),
               ("greedy_exact", "greedy accuracy on 1000 evaluation prompts (the task has 125)"),

@@ -335,9 +335,9 @@ def policy_update(
         for rows in slices:
             part_mask = None if mask is None else mask[rows]
             scores = policy.score(select_prompts(prompts, rows), rollout.rows(rows), temperature=temperature)
-            if epoch == 0 and measure_kl_old:
-                sampler_log_probs.append(scores.log_probs.detach() if old_log_probs is None else old_log_probs[rows])
             old = scores.log_probs.detach() if old_log_probs is None else old_log_probs[rows]
+            if epoch == 0 and measure_kl_old:
+                sampler_log_probs.append(old)
             loss, metrics = policy_loss(
                 scores.log_probs,
                 old,
@@ -454,7 +454,9 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
         lengths = rollout.lengths()
         extra = {"format_rate": float(task.format_ok(prompts, rollout.answers).float().mean())} if hasattr(
             task, "format_ok") else {}
-        kls = {k: update[k] for k in ("kl", "kl_old") if k in update and (k == "kl_old" or ref_policy is not None)}
+        # policy_loss reports kl = 0 when it has no π_ref: log it only when there is one
+        kls = {**({"kl": update["kl"]} if ref_policy is not None else {}),
+               **({"kl_old": update["kl_old"]} if measure_kl else {})}
         history.log(step=step, samples=step * samples_per_step, reward=float(rewards.mean()), exact_match=exact,
                     **extra, **kls,
                     **{k: update[k] for k in ("loss", "clip_frac_low", "clip_frac_high", "ratio_mean",
