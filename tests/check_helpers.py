@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import numpy as np
+import torch
+
 import minirl
 from minirl.checks import (
     check_aggregate,
@@ -81,10 +84,10 @@ def run(check, fn, capsys) -> tuple[bool, str]:
 
 
 def caught(check, fn, capsys, *keywords: str) -> str:
-    """Assert that ``check`` rejects ``fn`` with a ❌ line containing every keyword."""
+    """Assert that ``check`` rejects ``fn`` with a ✘ line containing every keyword."""
     ok, line = run(check, fn, capsys)
     assert ok is False, line
-    assert line.startswith("❌ "), line
+    assert line.startswith("✘ "), line
     for keyword in keywords:
         assert keyword.lower() in line.lower(), f"{keyword!r} not in: {line}"
     return line
@@ -92,3 +95,26 @@ def caught(check, fn, capsys, *keywords: str) -> str:
 
 def stub(*args, **kwargs):
     raise NotImplementedError("exercise: replace this line with your code")
+
+
+FLOAT32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps: one ulp of 1.0
+
+
+def nudged(value, ulps: int = 64):
+    """``value`` (a tensor, an array, a float, or a tuple / list / dict of them) moved by ``ulps`` float32
+    ulps of its scale, max(max |x|, 1), with alternating signs: what computing the same thing in another
+    order (sum then divide, einsum for matmul, masked_fill for a product with the mask, float64, one
+    thread or many) can do to a result of the checks' small inputs. Integers and booleans stay as they are."""
+    if isinstance(value, torch.Tensor) and value.is_floating_point():
+        step = ulps * FLOAT32_EPS * max(float(value.detach().abs().max()) if value.numel() else 0.0, 1.0)
+        signs = 1.0 - 2.0 * (torch.arange(value.numel()) % 2).reshape(value.shape).to(value.dtype)
+        return value + step * signs
+    if isinstance(value, np.ndarray) and np.issubdtype(value.dtype, np.floating):
+        return nudged(torch.from_numpy(value), ulps).numpy()
+    if isinstance(value, float):
+        return value + ulps * FLOAT32_EPS * max(abs(value), 1.0)
+    if isinstance(value, (tuple, list)):
+        return type(value)(nudged(v, ulps) for v in value)
+    if isinstance(value, dict):
+        return {k: nudged(v, ulps) for k, v in value.items()}
+    return value

@@ -3,14 +3,17 @@
 A check is ``check_<name>(learner_fn) -> bool``. It runs a list of small test cases against the
 learner's function and prints ONE line:
 
-    ✅ compute_deltas: all 9 checks passed
-    ❌ compute_deltas: each group's centred rewards should sum to 0; yours sum to [12.0, 4.0, 8.0] — ...
-    ⏳ compute_deltas: not implemented yet (hint: subtract the group mean) — fill in the exercise above, ...
-    ⏳ compute_deltas: 'rewards', 'centered_rewards' already pass; 'normalized_rewards' not implemented yet — ...
+    ✔ compute_deltas: all 9 checks passed
+    ✘ compute_deltas: each group's centred rewards should sum to 0; yours sum to [12.0, 4.0, 8.0] — ...
+    ○ compute_deltas: not implemented yet (hint: subtract the group mean) — fill in the exercise above, ...
+    ○ compute_deltas: 'rewards', 'centered_rewards' already pass; 'normalized_rewards' not implemented yet — ...
 
-The ⏳ line echoes the stub's hint (the message of its NotImplementedError, from ``### HINT:``), and
+The marks are ✔ (U+2714), ✘ (U+2718) and ○ (U+25CB): glyphs of DejaVu Sans and DejaVu Sans Mono, the
+fonts a Linux JupyterLab falls back on (emoji, U+2705, U+274C, U+23F3, draw as empty boxes there without
+an emoji font). The ○ line echoes the stub's hint (the message of its NotImplementedError, from ``### HINT:``), and
 for a multi-mode exercise (the cases of each mode in a ``with c.mode(name):`` block) says which modes
-already pass and which still raise NotImplementedError. It returns True only when everything passed.
+already pass and which still raise NotImplementedError; when the modes' hints differ, it echoes the
+first pending mode's. It returns True only when everything passed.
 An exception raised by the learner's function is reported in one line (its type and message, and a
 hint at the likely cause where one is known), never as a wall of traceback. Expected values are
 hand-computed constants or the reference implementation from ``minirl`` / ``toy_envs`` on seeded
@@ -37,7 +40,9 @@ reference (saying so), so a learner who is stuck can still run the rest of the n
 
 Writing a check: decorate a body ``(c: Check, fn) -> None`` with ``@exercise_check("name")``; inside,
 call the learner's function through ``c.call`` and assert with ``c.expect`` / ``c.shape`` /
-``c.close`` / ``c.equal_number``; each passed assertion counts as one check.
+``c.close`` / ``c.equal_number``; each passed assertion counts as one check. Every comparison of
+floats goes through one rule, ``tensors_close`` / ``numbers_close`` (below: why it is relative to the
+scale of the values, and how tight).
 """
 
 from __future__ import annotations
@@ -52,18 +57,79 @@ from typing import Any, NoReturn
 import torch
 
 __all__ = [
+    "FAIL_MARK",
+    "PASS_MARK",
+    "PENDING_MARK",
+    "RTOL",
     "STRICT_ENV",
     "Check",
     "CheckFailure",
     "NotImplementedYet",
     "exercise_check",
     "format_tensor",
+    "numbers_close",
     "strict_mode",
+    "tensors_close",
     "use_reference",
 ]
 
 STRICT_ENV = "MINIRL_STRICT"
-RTOL, ATOL = 1e-4, 1e-5
+
+# The marks that start a check's line: glyphs that DejaVu Sans and DejaVu Sans Mono have (see the docstring).
+PASS_MARK, FAIL_MARK, PENDING_MARK = "\u2714", "\u2718", "\u25cb"  # ✔ ✘ ○
+
+# ---------------------------------------------------------------------------------------------
+# Tolerance: the one rule every comparison of the checks uses
+# ---------------------------------------------------------------------------------------------
+#
+# A learner's correct function may compute in another order than the reference (sum then divide or
+# divide then sum, einsum or matmul, masked_fill or a multiplication by the mask), in float32 or float64,
+# on one thread or several. Each float32 operation rounds to within half an ulp, 2**-24 ≈ 6e-8 of the
+# size of its operands, and a sum of n terms in another order differs by up to about n ulps of the
+# size of the TERMS, which can be far larger than the result (centred rewards that should be 0, a loss
+# that is a mean of terms of both signs). So a bare absolute tolerance is wrong in both directions,
+# and a purely relative one fails on values that should be 0.
+#
+# The rule: got matches want when, elementwise, |got − want| ≤ RTOL · scale, where scale is the size
+# of the values being compared, max |want|, but at least 1 — every check's inputs (rewards, log-probs,
+# advantages, logits) are of order 1 or more, and a value computed from them carries rounding errors
+# on the inputs' scale even when it is itself small. A check whose inputs are much larger passes its
+# own ``scale``. RTOL = 1e-4 is about 800 float32 ulps: ample for the reductions of at most a few
+# hundred terms in the checks (≲ 100 ulps in the worst order), while the usual mistakes (a flipped
+# sign, a wrong axis, a missing mask, a mean for a sum, an off-by-one) change values by percents or
+# more. Equal infinities match; NaN matches nothing.
+RTOL = 1e-4
+SCALE_FLOOR = 1.0
+
+
+def _scale_of(want: torch.Tensor) -> float:
+    finite = want.detach().double().abs()
+    finite = finite[torch.isfinite(finite)]
+    return max(float(finite.max()) if finite.numel() else 0.0, SCALE_FLOOR)
+
+
+def tensors_close(got: torch.Tensor, want: torch.Tensor, rtol: float = RTOL, scale: float | None = None) -> bool:
+    """True when ``got`` has ``want``'s shape and |got − want| ≤ rtol · scale everywhere (the rule above;
+    ``scale`` defaults to max(max |want|, 1))."""
+    if got.shape != want.shape:
+        return False
+    got, want = got.detach().double().cpu(), want.detach().double().cpu()
+    if got.numel() == 0:
+        return True
+    limit = rtol * (_scale_of(want) if scale is None else max(scale, SCALE_FLOOR))
+    within = (got - want).abs() <= limit
+    return bool((within | (got == want)).all())
+
+
+def numbers_close(got: float, want: float, rtol: float = RTOL, scale: float | None = None) -> bool:
+    """The same rule for two numbers: |got − want| ≤ rtol · max(|want|, 1) (or rtol · ``scale``)."""
+    got, want = float(got), float(want)
+    if got == want:
+        return True
+    if math.isnan(got) or math.isnan(want):
+        return False
+    scale = max(abs(want) if math.isfinite(want) else 0.0, SCALE_FLOOR) if scale is None else max(scale, SCALE_FLOOR)
+    return abs(got - want) <= rtol * scale
 
 
 def strict_mode() -> bool:
@@ -143,13 +209,6 @@ def _shape_str(shape: Sequence[int]) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _close(got: torch.Tensor, want: torch.Tensor, rtol: float, atol: float) -> bool:
-    if got.shape != want.shape:
-        return False
-    got, want = got.detach().double(), want.detach().double()
-    return bool(torch.allclose(got, want, rtol=rtol, atol=atol, equal_nan=False))
-
-
 def _where_differs(got: torch.Tensor, want: torch.Tensor) -> str:
     """'at [0, 2]: expected 1.5, got 0.7' for the entry with the largest difference."""
     diff = (got.detach().double() - want.detach().double()).abs().nan_to_num(nan=float("inf"))
@@ -199,8 +258,8 @@ class Check:
 
         When the learner's function raises NotImplementedError for this mode, the rest of the block is
         skipped (and so is every later block of the same mode) and the check goes on with the other modes;
-        at the end the ⏳ line says which modes already pass and which remain. A failure in any mode still
-        stops the check with its ❌ line."""
+        at the end the pending line says which modes already pass and which remain. A failure in any mode
+        still stops the check with its failure line."""
         if name not in self.modes:
             self.modes.append(name)
         outer, self.current_mode = self.current_mode, name
@@ -273,15 +332,17 @@ class Check:
         what: str,
         mistakes: Sequence[tuple[torch.Tensor | None, str]] = (),
         rtol: float = RTOL,
-        atol: float = ATOL,
+        scale: float | None = None,
     ) -> None:
-        """Assert ``got`` ≈ ``want`` (one check). Otherwise, if ``got`` matches the value of a known
-        mistake, fail with that mistake's message; else show expected vs got."""
+        """Assert ``got`` ≈ ``want`` (one check; ``tensors_close``: |got − want| ≤ rtol · scale, the scale
+        max(max |want|, 1) unless given). Otherwise, if ``got`` matches the value of a known mistake (by the
+        same rule, on the same scale), fail with that mistake's message; else show expected vs got."""
         got = self.tensor(got, what).detach()
-        if _close(got, want, rtol, atol):
+        scale = _scale_of(want) if scale is None else scale
+        if tensors_close(got, want, rtol, scale):
             self.passed += 1
             return
-        self.name_mistake(got, mistakes, what, rtol, atol)
+        self.name_mistake(got, mistakes, what, rtol, scale)
         if got.shape != want.shape:
             self.fail(f"{what}: expected shape {_shape_str(want.shape)}, got {_shape_str(got.shape)}")
         if want.numel() <= 12:
@@ -289,12 +350,14 @@ class Check:
         self.fail(f"{what}: wrong values{_where_differs(got, want)}")
 
     def name_mistake(self, got: torch.Tensor, mistakes: Sequence[tuple[torch.Tensor | None, str]], what: str,
-                     rtol: float = RTOL, atol: float = ATOL) -> None:
-        """Fail with the message of the first known mistake whose value ``got`` matches; else do nothing.
-        In a worked example (see ``worked_example``) the match must be unambiguous: when ``got`` matches
-        mistakes with different messages, the small input cannot tell them apart and nothing is named."""
+                     rtol: float = RTOL, scale: float | None = None) -> None:
+        """Fail with the message of the first known mistake whose value ``got`` matches (``tensors_close``, on
+        the larger of ``scale`` and the mistake's own); else do nothing. In a worked example (see
+        ``worked_example``) the match must be unambiguous: when ``got`` matches mistakes with different
+        messages, the small input cannot tell them apart and nothing is named."""
         got = got.detach()
-        matches = [message for wrong, message in mistakes if wrong is not None and _close(got, wrong, rtol, atol)]
+        matches = [message for wrong, message in mistakes  # on the larger of the two scales: a sum for a mean
+                   if wrong is not None and tensors_close(got, wrong, rtol, max(scale or 0.0, _scale_of(wrong)))]
         if matches and (not self.in_example or len(set(matches)) == 1):
             self.fail(f"{what}: {matches[0]}", named=True)
 
@@ -311,8 +374,7 @@ class Check:
             value = float(got)
         except (TypeError, ValueError):
             self.fail(f"{what}: expected a number, got {type(got).__name__} {_one_line(repr(got), 60)}")
-        self.expect(math.isclose(value, want, rel_tol=1e-6, abs_tol=1e-9),
-                    f"{what}: expected {_number(want)}, got {_number(value)}")
+        self.expect(numbers_close(value, want), f"{what}: expected {_number(want)}, got {_number(value)}")
         return value
 
 
@@ -326,15 +388,31 @@ def _modes(names: Sequence[str]) -> str:
 
 
 def _not_implemented_line(name: str, hint: str = "", passing: Sequence[str] = (),
-                          pending: Sequence[str] = ()) -> str:
-    """The ⏳ line: the stub's hint echoed, and for a multi-mode exercise the modes done and to do."""
+                          pending: Sequence[str] = (), hint_mode: str | None = None) -> str:
+    """The pending line: the stub's hint echoed (``hint_mode``: the mode it belongs to, when the pending
+    modes' hints differ), and for a multi-mode exercise the modes done and to do."""
     what = "not implemented yet"
     if pending:
         done = f"{_modes(passing)} already pass{'es' if len(passing) == 1 else ''}; " if passing else ""
         what = f"{done}{_modes(pending)} not implemented yet"
-    hint = "" if hint.strip() in ("", _NO_HINT) else f" (hint: {hint})"
-    return (f"⏳ {name}: {what}{hint} — fill in the exercise above, "
+    if hint.strip() in ("", _NO_HINT):
+        hint = ""
+    else:
+        hint = f" (hint for {hint_mode!r}: {hint})" if hint_mode else f" (hint: {hint})"
+    return (f"{PENDING_MARK} {name}: {what}{hint} — fill in the exercise above, "
             "or run the next cell to use the reference version")
+
+
+def _pending_hint(c: Check) -> tuple[str, str | None]:
+    """(the hint to echo, the mode it belongs to or None): the pending modes' one hint when they share it,
+    else the hint of the first pending mode that has one (the next thing to write, in the stub's order)."""
+    hints = [(mode, c.pending[mode]) for mode in c.modes
+             if mode in c.pending and c.pending[mode].strip() not in ("", _NO_HINT)]
+    if not hints:
+        return "", None
+    if len({hint for _, hint in hints}) == 1 and len(hints) == len(c.pending):
+        return hints[0][1], None
+    return hints[0][1], hints[0][0]
 
 
 def _report(line: str, ok: bool) -> bool:
@@ -347,7 +425,7 @@ def _report(line: str, ok: bool) -> bool:
 def run_check(name: str, body: Callable[[Check, Callable], None], fn: Any) -> bool:
     """Run ``body(check, fn)``, print its one line, return True if it passed (see module docstring)."""
     if not callable(fn):
-        return _report(f"❌ {name}: expected a function, got {type(fn).__name__} — pass the function itself, "
+        return _report(f"{FAIL_MARK} {name}: expected a function, got {type(fn).__name__} — pass the function itself, "
                        f"without calling it: check_{name}({name})", False)
     c = Check(name)
     try:
@@ -358,20 +436,20 @@ def run_check(name: str, body: Callable[[Check, Callable], None], fn: Any) -> bo
         message = str(failure)
         if c.example_failure is not None:  # a worked example failed first: its numbers are the readable ones
             message = f"{message} — on the worked example, {c.example_failure}" if failure.named else c.example_failure
-        return _report(f"❌ {name}: {_one_line(message, 500)}", False)
+        return _report(f"{FAIL_MARK} {name}: {_one_line(message, 500)}", False)
     except Exception as exc:  # the result had a form the check could not even inspect
-        return _report(f"❌ {name}: could not check your result ({type(exc).__name__}: {_one_line(exc)})", False)
+        return _report(f"{FAIL_MARK} {name}: could not check your result ({type(exc).__name__}: "
+                       f"{_one_line(exc)})", False)
     if c.example_failure is not None:
-        return _report(f"❌ {name}: {_one_line(c.example_failure, 400)}", False)
+        return _report(f"{FAIL_MARK} {name}: {_one_line(c.example_failure, 400)}", False)
     if c.pending:
+        hint, hint_mode = _pending_hint(c)
         if len(c.pending) == len(c.modes):  # no mode implemented: the function is still the stub
-            hints = set(c.pending.values())
-            return _report(_not_implemented_line(name, hints.pop() if len(hints) == 1 else ""), False)
+            return _report(_not_implemented_line(name, hint, hint_mode=hint_mode), False)
         passing = [m for m in c.modes if m not in c.pending]
         pending = [m for m in c.modes if m in c.pending]
-        hints = {h for h in c.pending.values() if h.strip() not in ("", _NO_HINT)}
-        return _report(_not_implemented_line(name, hints.pop() if len(hints) == 1 else "", passing, pending), False)
-    return _report(f"✅ {name}: all {c.passed} checks passed", True)
+        return _report(_not_implemented_line(name, hint, passing, pending, hint_mode), False)
+    return _report(f"{PASS_MARK} {name}: all {c.passed} checks passed", True)
 
 
 def exercise_check(name: str) -> Callable[[Callable[[Check, Callable], None]], Callable[[Any], bool]]:

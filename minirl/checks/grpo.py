@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import torch
 
-from minirl.checks._core import Check, exercise_check, format_tensor
+from minirl.checks._core import Check, exercise_check, format_tensor, numbers_close
 from minirl.losses import aggregate as _ref_aggregate
 from minirl.losses import kl_estimate as _ref_kl_estimate
 from minirl.losses import policy_loss as _ref_policy_loss
@@ -438,9 +438,9 @@ def _check_policy_loss_case(c: Check, fn: Callable, lp, old, adv, mask, lo, hi, 
             value = float(value)
         except (TypeError, ValueError):
             c.fail(f"{what}: metrics[{name!r}] should be a number, got {type(value).__name__}")
-        if not math.isclose(value, want_metrics[name], abs_tol=1e-6):
+        if not numbers_close(value, want_metrics[name]):
             for wrong_value, message in wrong[name]:
-                if math.isclose(value, wrong_value, abs_tol=1e-6):
+                if numbers_close(value, wrong_value):
                     c.fail(f"{what}: {name} = {value:.4g}, expected {want_metrics[name]:.4g} — {message}", named=True)
             c.fail(f"{what}: {name} = {value:.4g}, expected {want_metrics[name]:.4g} (the fraction of real tokens "
                    "where the clip is active)")

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from minirl.checks._core import Check, exercise_check
+from minirl.checks._core import Check, exercise_check, numbers_close, tensors_close
 from toy_envs.maze import ACTION_NAMES, DEFAULT_LAYOUT, Maze, expected_returns, monte_carlo_returns, uniform_policy
 
 __all__ = [
@@ -214,10 +214,10 @@ def check_maze_reward(c: Check, fn: Callable) -> None:
         got = [_as_float(c, c.call(fn, maze, s, a, call=f"cell {s}, action {a} ({ACTION_NAMES[a]})"),
                          f"maze_reward(maze, {s}, {a})") for s, a in cases]
         want = [reference_maze_reward(maze, s, a) for s, a in cases]
-        wrong = [(case, g, w) for case, g, w in zip(cases, got, want) if not math.isclose(g, w, abs_tol=1e-9)]
+        wrong = [(case, g, w) for case, g, w in zip(cases, got, want) if not numbers_close(g, w)]
         if wrong:
             for mistake, message in _REWARD_MISTAKES:
-                if all(math.isclose(g, mistake(maze, s, a), abs_tol=1e-9) for (s, a), g in zip(cases, got)):
+                if all(numbers_close(g, mistake(maze, s, a)) for (s, a), g in zip(cases, got)):
                     c.fail(message, named=True)
             (s, a), g, w = wrong[0]
             c.fail(f"maze_reward(maze, {s}, {a}) = {_number(g)}, expected {_number(w)}: "
@@ -319,13 +319,14 @@ def _run_backup(c: Check, fn: Callable, maze: Maze, pi: np.ndarray, v: np.ndarra
                + (f" — {hint}" if hint else ""))
     c.passed += 1
     mistakes = _backup_mistakes(maze, pi, v)
-    if not np.allclose(arr, want, rtol=1e-6, atol=1e-9):
-        c.name_mistake(torch.from_numpy(arr), mistakes, what, rtol=1e-6, atol=1e-9)
+    scale = max(float(np.abs(want).max()), maze.goal_reward)  # the values' scale: up to goal_reward
+    if not tensors_close(torch.from_numpy(arr), torch.from_numpy(want), scale=scale):
+        c.name_mistake(torch.from_numpy(arr), mistakes, what, scale=scale)
     k = what.split(" ")[0].removeprefix("V_")
     for cell, (value, why) in (hand or {}).items():
-        c.expect(math.isclose(arr[cell], value, rel_tol=1e-9),
+        c.expect(numbers_close(arr[cell], value, scale=scale),
                  f"V_{k}({cell}) should be {_number(value)} ({why}), got {_number(arr[cell])}")
-    c.close(torch.from_numpy(arr), torch.from_numpy(want), what, mistakes, rtol=1e-6, atol=1e-9)
+    c.close(torch.from_numpy(arr), torch.from_numpy(want), what, mistakes, scale=scale)
     return arr
 
 
@@ -452,16 +453,16 @@ def _check_se_exactly(c: Check, fn: Callable, maze: Maze, pi: np.ndarray, n: int
         what = f"{n} episodes (seed {seed})"
         mean, se = _run_mc(c, fn, maze, pi, n, np.random.default_rng(seed), what)
         k = mean * n / maze.goal_reward
-        if abs(k - round(k)) > 1e-6 or not 0 < round(k) < n:
+        if not numbers_close(k, round(k)) or not 0 < round(k) < n:
             continue  # all succeeded or all failed (both std are 0); other cases check the mean
         p = round(k) / n
         sample = maze.goal_reward * math.sqrt(p * (1 - p) * n / (n - 1)) / math.sqrt(n)  # std(ddof=1) / sqrt(n)
         population = maze.goal_reward * math.sqrt(p * (1 - p)) / math.sqrt(n)             # std(ddof=0) / sqrt(n)
-        if math.isclose(se, population, rel_tol=1e-6):
+        if numbers_close(se, population):
             c.fail(f"{what}: standard error {_number(se)}, expected {_number(sample)} — you used std with ddof=0 "
                    "(np.std's default, the population std); the sample std divides by n − 1: "
                    "returns.std(ddof=1) / np.sqrt(n_episodes)")
-        c.expect(math.isclose(se, sample, rel_tol=1e-6),
+        c.expect(numbers_close(se, sample),
                  f"{what}: {round(k)} of {n} episodes succeeded (mean {_number(mean)}), so the standard error "
                  f"is std(ddof=1) / sqrt({n}) = {_number(sample)}; got {_number(se)}")
         return

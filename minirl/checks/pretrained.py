@@ -13,7 +13,7 @@ from collections.abc import Callable
 import torch
 
 from minirl.advantages import zero_variance_fraction as _reference
-from minirl.checks._core import Check, exercise_check
+from minirl.checks._core import Check, exercise_check, numbers_close
 
 __all__ = ["check_zero_variance_fraction"]
 
@@ -86,11 +86,11 @@ def _check_case(c: Check, fn: Callable, rewards: list[list[float]] | torch.Tenso
     given = r.clone()
     got = _number(c, c.call(fn, given, call=what), what)
     c.unchanged({"rewards": r}, {"rewards": given}, what, fix="compare, do not edit the rewards")
-    if abs(got - want) <= 1e-6:
+    if numbers_close(got, want):
         c.passed += 1
         return
     for wrong, message in _mistakes(r):  # the cases come in an order that makes the first match the likely one
-        if abs(got - wrong) <= 1e-6:
+        if numbers_close(got, wrong):
             c.fail(f"{what}: expected {want:.4g}, got {got:.4g} — {message}")
     c.fail(f"{what}: expected {want:.4g}, got {got:.4g}")
 
