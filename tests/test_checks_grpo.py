@@ -207,6 +207,14 @@ def loss_no_none(log_probs, old_log_probs, advantages, mask=None, *, clip_eps_lo
                               clip_eps_high=clip_eps_high, ratio_level=ratio_level, aggregation=aggregation)
 
 
+def loss_none_is_no_upper_clip(log_probs, old_log_probs, advantages, mask=None, *, clip_eps_low=0.2,
+                               clip_eps_high=None, ratio_level="token", aggregation="sequence_mean"):
+    """clip_eps_high=None read as "no upper bound" (it means a symmetric clip)."""
+    high = float("inf") if clip_eps_high is None else clip_eps_high
+    return minirl.policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low=clip_eps_low,
+                              clip_eps_high=high, ratio_level=ratio_level, aggregation=aggregation)
+
+
 def loss_adv_not_expanded(log_probs, old_log_probs, advantages, mask=None, **kwargs):
     ratio = (log_probs - old_log_probs).exp()
     return -(ratio * advantages).mean(), {}
@@ -238,14 +246,27 @@ def loss_sequence_without_keepdim(log_probs, old_log_probs, advantages, mask=Non
     (reference_with(metrics=fractions(ignore_sign=True)), ["clip_frac", "only ACTIVE", "A < 0"]),
     (reference_with(metrics=fractions(swap=True)), ["clip_frac_low", "swapped"]),
     (loss_no_none, ["raised TypeError", "symmetric clip"]),
+    (loss_none_is_no_upper_clip, ["clip_eps_high=None", "symmetric clip", "left the top open"]),
     (loss_adv_not_expanded, ["raised RuntimeError", "advantages[..., None]"]),
     (loss_sequence_without_keepdim, ["raised RuntimeError", "keepdim=True"]),
 ], ids=["symmetric", "low-from-high", "product", "mean-of-ratios", "unmasked-seq-ratio", "max", "sign",
         "unmasked-average", "token-only", "aggregation-ignored", "detached", "loss-alone", "no-metrics",
-        "frac-padding", "frac-all-positions", "frac-any-sign", "frac-swapped", "none-high", "adv-not-expanded",
+        "frac-padding", "frac-all-positions", "frac-any-sign", "frac-swapped", "none-high", "none-open",
+        "adv-not-expanded",
         "seq-no-keepdim"])
 def test_policy_loss_mistakes(wrong, keywords, capsys):
     caught(check_policy_loss, wrong, capsys, *keywords)
+
+
+def test_the_none_case_has_ratios_above_the_clip_with_positive_advantages():
+    """Where clip_eps_high=None is tested, some real tokens lie above 1 + ε with A > 0: an open top changes the loss."""
+    lp, old, adv, mask = grpo_checks._loss_inputs(*grpo_checks.NONE_HIGH_INPUTS)
+    ratio = ((lp - old) * mask).exp()
+    above = (ratio > 1.2) & (adv[..., None] > 0) & (mask > 0)
+    assert int(above.sum()) == 11
+    symmetric, _ = minirl.policy_loss(lp, old, adv, mask, clip_eps_low=0.2, clip_eps_high=None)
+    open_top, _ = minirl.policy_loss(lp, old, adv, mask, clip_eps_low=0.2, clip_eps_high=1e9)
+    assert float(symmetric) == pytest.approx(0.0862307, abs=1e-6) and float(open_top) < float(symmetric) - 0.2
 
 
 def test_loss_variant_with_default_knobs_is_the_reference():

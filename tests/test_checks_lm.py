@@ -141,14 +141,13 @@ def lp_cross_entropy(logits, input_ids, prompt_length):
     return -F.cross_entropy(scoring.transpose(1, 2), input_ids[:, prompt_length:], reduction="none")
 
 
-def lp_log_of_softmax(logits, input_ids, prompt_length):
-    """A correct alternative (on these moderate logits): log(softmax)."""
-    probs = logits[:, prompt_length - 1:-1].softmax(-1)
-    return probs.gather(-1, input_ids[:, prompt_length:, None]).squeeze(-1).log()
+def lp_float64(logits, input_ids, prompt_length):
+    """A correct alternative: in float64, then back to the logits' dtype."""
+    return completion_log_probs(logits.double(), input_ids, prompt_length).to(logits.dtype)
 
 
-@pytest.mark.parametrize("fn", [lp_loop, lp_logsumexp, lp_cross_entropy, lp_log_of_softmax],
-                         ids=["loop", "logsumexp", "cross-entropy", "log-of-softmax"])
+@pytest.mark.parametrize("fn", [lp_loop, lp_logsumexp, lp_cross_entropy, lp_float64],
+                         ids=["loop", "logsumexp", "cross-entropy", "float64"])
 def test_completion_log_probs_correct_alternatives(fn, capsys):
     ok, line = run(check_completion_log_probs, fn, capsys)
     assert ok, line
@@ -163,6 +162,23 @@ def lp_with(transform=lambda x: F.log_softmax(x, dim=-1), logit_slice=(1, 1), id
         targets = input_ids[:, prompt_length - c:d]
         return sign * scoring.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     return completion_log_probs_variant
+
+
+def lp_log_of_softmax(logits, input_ids, prompt_length):
+    """Right on moderate logits; −inf where a logit lies 120 below the top one."""
+    probs = logits[:, prompt_length - 1:-1].softmax(-1)
+    return probs.gather(-1, input_ids[:, prompt_length:, None]).squeeze(-1).log()
+
+
+def lp_log_of_clamped_softmax(logits, input_ids, prompt_length):
+    probs = logits[:, prompt_length - 1:-1].softmax(-1).clamp(min=1e-12)
+    return probs.gather(-1, input_ids[:, prompt_length:, None]).squeeze(-1).log()
+
+
+def lp_naive_logsumexp(logits, input_ids, prompt_length):
+    scoring = logits[:, prompt_length - 1:-1]
+    chosen = scoring.gather(-1, input_ids[:, prompt_length:, None]).squeeze(-1)
+    return chosen - scoring.exp().sum(-1).log()
 
 
 def lp_no_gather(logits, input_ids, prompt_length):
@@ -195,8 +211,12 @@ def lp_in_place(logits, input_ids, prompt_length):
     (lp_all_positions, ["only the completion's positions"]),
     (lp_detached, ["no gradient"]),
     (lp_in_place, ["in place"]),
+    (lp_log_of_softmax, ["peaked logits", "got [[-inf",
+                         "use log_softmax: log(softmax(x)) underflows for peaked logits"]),
+    (lp_log_of_clamped_softmax, ["peaked logits", "got [[-27.63", "underflows", "a clamp"]),
+    (lp_naive_logsumexp, ["peaked logits", "exp overflows", "log(exp(logits).sum(-1)) is inf"]),
 ], ids=["no-shift", "ids-shifted", "softmax", "raw-logits", "wrong-axis", "sign", "one-short", "no-gather",
-        "all-positions", "detached", "in-place"])
+        "all-positions", "detached", "in-place", "log-of-softmax", "log-of-clamped-softmax", "naive-logsumexp"])
 def test_completion_log_probs_mistakes(wrong, keywords, capsys):
     caught(check_completion_log_probs, wrong, capsys, *keywords)
 
@@ -204,6 +224,14 @@ def test_completion_log_probs_mistakes(wrong, keywords, capsys):
 def test_completion_log_probs_constants_match_the_reference():
     got = completion_log_probs(lm_checks._hand_logits(), torch.tensor(lm_checks.LP_IDS), lm_checks.LP_PROMPT_LENGTH)
     torch.testing.assert_close(got, torch.tensor(lm_checks.LP_EXPECTED))
+
+
+def test_peaked_case_underflows_log_of_softmax_but_not_log_softmax():
+    logits, ids, p = lm_checks._peaked_case(torch.Generator().manual_seed(0))
+    want = completion_log_probs(logits, ids, p)
+    assert torch.isfinite(want).all() and (want[0] < -100).all()            # row 0: every token ≈ −120
+    assert (want[1, ::2] > -1e-3).all() and (want[1, 1::2] < -100).all()    # row 1: ≈ 0 and ≈ −120 in turn
+    assert torch.isinf(lp_log_of_softmax(logits, ids, p)).sum() == 6        # the six −120s are −inf
 
 
 @pytest.mark.parametrize("args, message", [
@@ -305,6 +333,37 @@ def parse_no_digit_limit(text):
     return tuple(int(p) for p in text.split(",")) if ASKED_FORM.fullmatch(text) else None
 
 
+def parse_int_guard(text):
+    """The regex, and int() raising ValueError as the only length guard: int() refuses only > 4300 digits."""
+    text = text.strip()
+    if not ASKED_FORM.fullmatch(text):
+        return None
+    try:
+        return tuple(int(item) for item in text.split(","))
+    except ValueError:
+        return None
+
+
+def parse_limit_off_by_one(text):
+    parsed = parse_regex(text)
+    items = [item.strip(" ") for item in text.strip().split(",")]
+    return None if parsed is None or any(len(item) >= 100 for item in items) else parsed
+
+
+def parse_limit_on_the_whole_text(text):
+    parsed = parse_regex(text)
+    return None if parsed is None or len(text.strip()) > 100 else parsed
+
+
+def parse_digits(text):
+    return tuple(int(ch) for ch in text if ch.isascii() and ch.isdigit()) if parse_regex(text) is not None else None
+
+
+def parse_drops_the_last(text):
+    parsed = parse_regex(text)
+    return parsed if parsed is None or len(parsed) < 2 else parsed[:-1]
+
+
 def parse_list(text):
     parsed = parse_regex(text)
     return None if parsed is None else list(parsed)
@@ -338,12 +397,21 @@ def parse_raises_on_junk(text):
     (parse_no_strip, ["strip the whitespace"]),
     (parse_exactly_three, ["one number is a well-formed answer"]),
     (parse_no_leading_zeros, ["leading zeros"]),
-    (parse_no_digit_limit, ["raised ValueError", "must never raise"]),
+    (parse_no_digit_limit, ["accepted '111111111111111111111…' (101 characters)", "more than 100 digits",
+                            "this one has 101", "int() reads it"]),
+    (parse_int_guard, ["accepted", "(101 characters)", "returned (111111…(101 digits),)", "more than 100 digits",
+                       "refuses only more than 4300 digits"]),
+    (parse_limit_off_by_one, ["returned None on '777777777777777777777…' (100 characters)",
+                              "exactly 100 digits is still an answer", "not >="]),
+    (parse_limit_on_the_whole_text, ["returned None", "per number, not on the whole answer", "longest number has 2"]),
+    (parse_digits, ["every digit as a number of its own"]),
+    (parse_drops_the_last, ["only 2 of the 3 numbers", "the last included"]),
     (parse_list, ["tuple of ints, not a list"]),
     (parse_strings, ["int()", "strings"]),
     (parse_sorted, ["order they were written"]),
 ], ids=["naive", "raises-on-junk", "try-int", "trailing-period", "backslash-d", "isdigit", "any-whitespace",
-        "no-strip", "exactly-three", "leading-zeros", "no-digit-limit", "list", "strings", "sorted"])
+        "no-strip", "exactly-three", "leading-zeros", "no-digit-limit", "int-guard", "limit-off-by-one",
+        "limit-on-the-text", "digits", "drops-the-last", "list", "strings", "sorted"])
 def test_parse_answer_mistakes(wrong, keywords, capsys):
     caught(check_parse_answer, wrong, capsys, *keywords)
 
@@ -353,6 +421,21 @@ def test_parse_constants_match_the_reference():
         assert reference_parse_answer(text) == want, text
     for text in lm_checks.PARSE_REJECTED:
         assert reference_parse_answer(text) is None, text
+
+
+def test_long_numbers_lie_between_the_digit_limit_and_ints_limit():
+    """Every too-long number has 101 .. 4300 digits: int() reads it, so only the length rule rejects it."""
+    import sys
+
+    from toy_envs.text_tasks import MAX_ANSWER_DIGITS
+
+    assert MAX_ANSWER_DIGITS == 100 and sys.get_int_max_str_digits() == lm_checks._INT_MAX_DIGITS == 4300
+    for text in lm_checks.PARSE_TOO_LONG:
+        longest = max(len(item.strip()) for item in text.split(","))
+        assert MAX_ANSWER_DIGITS < longest <= 4300, text[:20]
+        assert parse_int_guard(text) is not None  # int() alone lets it through
+    with pytest.raises(ValueError):
+        int("1" * 5000)
 
 
 def test_random_texts_mix_accepted_and_rejected():

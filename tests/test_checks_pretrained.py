@@ -51,6 +51,18 @@ def zv_no_mean(rewards):
     return (rewards == rewards[:, :1]).all(dim=1).float()
 
 
+def zv_range_below_a_tenth(rewards):
+    return float((rewards.max(dim=1).values - rewards.min(dim=1).values < 0.1).float().mean())
+
+
+def zv_std_below_a_tolerance(rewards):
+    return float((rewards.std(dim=1) < 1e-6).float().mean())
+
+
+def zv_isclose(rewards):
+    return float(torch.isclose(rewards, rewards[:, :1]).all(dim=1).float().mean())
+
+
 def zv_in_place(rewards):
     rewards -= rewards[:, :1]
     return float((rewards == 0).all(dim=1).float().mean())
@@ -68,8 +80,12 @@ def zv_in_place(rewards):
     (zv_all_equal_to_mean, ["std == 0 (or equality with the mean)"]),
     (zv_no_mean, ["one number", "average over the groups"]),
     (zv_in_place, ["in place"]),
+    (zv_range_below_a_tenth, ["continuous rewards", "expected 0.375, got 0.875", "counted 4 groups",
+                              "(6e-08, 1e-05, 0.001, 0.02)", "EXACTLY equal"]),
+    (zv_std_below_a_tolerance, ["expected 0.375, got 0.5", "counted 1 group", "(6e-08)", "no tolerance"]),
+    (zv_isclose, ["counted 1 group", "(6e-08)", "=="]),
 ], ids=["complement", "count", "only-all-wrong", "only-all-right", "per-response", "equal-to-mean", "wrong-axis",
-        "zero-std", "all-equal-to-mean", "no-mean", "in-place"])
+        "zero-std", "all-equal-to-mean", "no-mean", "in-place", "range-tolerance", "std-tolerance", "isclose"])
 def test_zero_variance_fraction_mistakes(wrong, keywords, capsys):
     caught(check_zero_variance_fraction, wrong, capsys, *keywords)
 
@@ -77,8 +93,8 @@ def test_zero_variance_fraction_mistakes(wrong, keywords, capsys):
 @pytest.mark.parametrize("right", [
     lambda r: (r.max(dim=1).values == r.min(dim=1).values).float().mean(),  # a 0-dim tensor is fine too
     lambda r: sum(len(set(row)) == 1 for row in r.tolist()) / len(r),
-    lambda r: float((r.std(dim=1) < 1e-6).float().mean()),
-], ids=["max-equals-min", "python-sets", "std-below-a-tolerance"])
+    lambda r: float(((r - r[:, :1]).abs().amax(dim=1) == 0).double().mean()),
+], ids=["max-equals-min", "python-sets", "difference-is-zero"])
 def test_zero_variance_fraction_other_correct_ways_pass(right, capsys):
     ok, line = run(check_zero_variance_fraction, right, capsys)
     assert ok, line
@@ -89,6 +105,21 @@ def test_zero_variance_constants_match_the_reference():
         pretrained_checks.ZV_EXPECTED)
     assert minirl.zero_variance_fraction(torch.tensor(pretrained_checks.ZV_ANY)) == pytest.approx(
         pretrained_checks.ZV_ANY_EXPECTED)
+
+
+def test_continuous_case_lies_on_both_sides_of_the_librarys_boundary():
+    """Exact equality, as compute_deltas draws it: the three equal groups of inexact float32 values get zero
+    deltas (and count), the four near-equal ones (0.02 down to one ulp) get nonzero deltas (and do not)."""
+    r = torch.tensor(pretrained_checks.ZV_CONTINUOUS)
+    assert minirl.zero_variance_fraction(r) == pretrained_checks.ZV_CONTINUOUS_EXPECTED == 3 / 8
+    for mode in ("centered_rewards", "normalized_rewards"):
+        deltas = minirl.compute_deltas(r, mode)
+        assert (deltas[:3] == 0).all()
+        assert (deltas[3:].abs().amax(dim=1) > 0).all()
+    assert r[0, 0].item() != 0.7 and r[1, 0].item() != 0.1  # not representable: equality is still exact
+    spreads = (r.amax(dim=1) - r.amin(dim=1))[3:7].tolist()
+    assert spreads == pytest.approx(pretrained_checks.ZV_SPREADS, rel=0.01)
+    assert spreads[0] == 2.0**-24  # one float32 ulp of 0.9
 
 
 def test_zero_variance_fraction_reference():

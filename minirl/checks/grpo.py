@@ -463,6 +463,14 @@ def check_policy_loss(c: Check, fn: Callable) -> None:
     _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, None, "token")
     _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.05, 0.08, "sequence")
     _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, 0.28, "token", aggregation="token_mean")
+    # clip_eps_high=None again, now with real tokens whose ratio lies above 1 + ε and whose advantage is positive
+    # (where a missing upper clip changes the loss): the symmetric clip must cap them at 1 + clip_eps_low
+    lp, old, adv, mask = _loss_inputs(*NONE_HIGH_INPUTS)
+    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, None, "token")
+    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.1, None, "sequence")
+
+
+NONE_HIGH_INPUTS = (9, 3, 4, 5, 0.5)  # offset, batch, trial, pos, spread: ratios far outside [0.8, 1.2]
 
 
 def _loss_inputs(offset: int, batch: int, trial: int, pos: int, spread: float):

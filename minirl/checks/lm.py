@@ -24,10 +24,18 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from minirl.checks._core import Check, CheckFailure, NotImplementedYet, _one_line, exercise_check
+from minirl.checks._core import (
+    Check,
+    CheckFailure,
+    NotImplementedYet,
+    _one_line,
+    exercise_check,
+    format_tensor,
+    tensors_close,
+)
 from minirl.lm import completion_log_probs as _ref_completion_log_probs
 from minirl.lm import first_eos_mask as _ref_first_eos_mask
-from toy_envs.text_tasks import TextSortTask
+from toy_envs.text_tasks import MAX_ANSWER_DIGITS, TextSortTask
 
 __all__ = [
     "check_completion_log_probs",
@@ -38,6 +46,7 @@ __all__ = [
 
 SEED = 7007
 _SORT_TASK = TextSortTask()
+_INT_MAX_DIGITS = 4300  # Python's default int() limit (sys.get_int_max_str_digits()): ValueError beyond it
 
 
 def _generator(offset: int = 0) -> torch.Generator:
@@ -175,6 +184,50 @@ _LP_ERROR_HINTS = [
 ]
 
 
+# A trained policy's logits are peaked: the chosen token can sit LP_PEAK below the top logit. Then softmax
+# rounds to 0 in float32 (exp(−104) is below its smallest number), so log(softmax(x)) is −inf, and exp of the
+# top logit overflows (exp(89) is above its largest), so log(Σ exp x) is inf; log_softmax stays exact.
+LP_PEAK = 120.0
+
+
+def _peaked_case(gen: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """[batch 2, seq 6, vocab 5], prompt_length 2: at every scoring position one token's logit is raised by
+    LP_PEAK: in row 0 never the completion's token (its log-prob ≈ −120), in row 1 the completion's token
+    at positions 1 and 3 (≈ 0) and another token at 2 and 4."""
+    batch, seq, vocab, p = 2, 6, 5, 2
+    logits = torch.randn(batch, seq, vocab, generator=gen)
+    ids = torch.randint(0, vocab, (batch, seq), generator=gen)
+    for t in range(p - 1, seq - 1):
+        target = int(ids[1, t + 1])
+        logits[0, t, (int(ids[0, t + 1]) + 1) % vocab] += LP_PEAK
+        logits[1, t, target if t % 2 else (target + 2) % vocab] += LP_PEAK
+    return logits, ids, p
+
+
+def _check_peaked(c: Check, got: torch.Tensor, want: torch.Tensor, logits: torch.Tensor, ids: torch.Tensor, p: int,
+                  what: str) -> None:
+    """On peaked logits: name log(softmax(x)) and log(Σ exp x), whether they give ±inf, NaN, or a clamped value."""
+    got = got.detach()
+    tiny = want < -80.0  # where softmax underflows in float32 (exp(−80) is still a normal float32; see LP_PEAK)
+    if torch.isfinite(got).all() and not tiny.any():
+        return
+    scoring, targets = logits[:, p - 1:-1], ids[:, p:]
+    naive_lse = scoring.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - scoring.exp().sum(-1).log()
+    shown = f"{format_tensor(got)} where the log-probs are {format_tensor(want)}"
+    advice = "log_softmax (or logits − logsumexp) subtracts the top logit first and stays exact"
+    if not torch.isfinite(got).all():
+        if bool(torch.isinf(naive_lse).any()) and tensors_close(got, naive_lse):
+            c.fail(f"{what}: got {shown} — exp overflows for peaked logits (exp({LP_PEAK:g}) is inf in float32), so "
+                   f"log(exp(logits).sum(-1)) is inf: {advice}", named=True)
+        c.fail(f"{what}: got {shown} — use log_softmax: log(softmax(x)) underflows for peaked logits (a logit "
+               f"{LP_PEAK:g} below the top one has softmax 0 in float32, and log 0 = −inf); {advice}", named=True)
+    fine = ~tiny
+    if tensors_close(got[fine], want[fine]) and not tensors_close(got[tiny], want[tiny], scale=LP_PEAK):
+        c.fail(f"{what}: got {shown} — wrong only where a probability is tiny: use log_softmax: log(softmax(x)) "
+               f"underflows for peaked logits, and a clamp or an added epsilon only caps the damage; {advice}",
+               named=True)
+
+
 def _check_lp_case(c: Check, fn: Callable, logits: torch.Tensor, ids: torch.Tensor, p: int, want: torch.Tensor,
                    name: str) -> None:
     logits_in, ids_in = logits.clone().requires_grad_(True), ids.clone()
@@ -187,6 +240,7 @@ def _check_lp_case(c: Check, fn: Callable, logits: torch.Tensor, ids: torch.Tens
              (batch, seq - p - 1): _LP_SHAPE_HINTS["one_less"],
              (batch, seq - p, logits.shape[-1]): _LP_SHAPE_HINTS["vocab"]}
     got = c.shape(got, [batch, seq - p], "batch, seq − prompt_length", what, hints)
+    _check_peaked(c, got, want, logits, ids, p, what)
     c.close(got, want, what, _lp_mistakes(logits, ids, p))
     c.expect(got.requires_grad, f"{what}: no gradient flows to the logits — no .detach(), torch.no_grad() or .item() "
                                 "(the policy gradient flows through these log-probs)")
@@ -197,7 +251,8 @@ def check_completion_log_probs(c: Check, fn: Callable) -> None:
     """Check ``completion_log_probs(logits, input_ids, prompt_length) -> [batch, seq - prompt_length]``:
     log_softmax(logits[:, prompt_length-1:-1]).gather(-1, input_ids[:, prompt_length:]). Catches the
     missing shift, the ids shifted with the logits, softmax or raw logits instead of log_softmax, the
-    wrong axis, a flipped sign, wrong output shapes, a detached result, in-place edits."""
+    wrong axis, a flipped sign, log(softmax(x)) or log(Σ exp x) on peaked logits (−inf, NaN, or a clamped
+    value where a log-prob is −120), wrong output shapes, a detached result, in-place edits."""
     with c.worked_example():
         _check_lp_case(c, fn, _hand_logits(), torch.tensor(LP_IDS), LP_PROMPT_LENGTH, torch.tensor(LP_EXPECTED),
                        "hand-worked example")
@@ -207,6 +262,9 @@ def check_completion_log_probs(c: Check, fn: Callable) -> None:
         ids = torch.randint(0, vocab, (batch, seq), generator=gen)
         _check_lp_case(c, fn, logits, ids, p, _ref_completion_log_probs(logits, ids, p),
                        f"random case [batch {batch}, seq {seq}, vocab {vocab}]")
+    logits, ids, p = _peaked_case(gen)
+    _check_lp_case(c, fn, logits, ids, p, _ref_completion_log_probs(logits, ids, p),
+                   f"peaked logits (gaps of {LP_PEAK:g}) [batch 2, seq 6, vocab 5]")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -224,18 +282,35 @@ PARSE_ACCEPTED = [
     ("1, 2, 3, 4", (1, 2, 3, 4)),
     ("9, 1, 5", (9, 1, 5)),
     ("10, 20, 300", (10, 20, 300)),
+    # the 100-digit rule (toy_envs.text_tasks.MAX_ANSWER_DIGITS) is per number: 100 digits is an answer, and so is
+    # a long answer of short numbers
+    ("7" * 100, (int("7" * 100),)),
+    (", ".join(str(i) for i in range(40)), tuple(range(40))),
+    ("3, " + "0" * 99 + "5", (3, 5)),
 ]
+# Numbers of 101 to 4300 digits: int() reads them (it refuses only more than 4300 digits, Python's default
+# limit), so a parser that relies on int() raising must check the length itself.
+PARSE_TOO_LONG = ["1" * 101, "4, " + "9" * 101 + ", 5", "0" * 101, "8" * 1000, "2, " + "6" * 4300]
 PARSE_REJECTED = [
     "abc", "", "   \n", "3, 1, 2.", "[1, 2, 3]", "(1, 2, 3)", "1 2 3", "one, two, three", "-1, 2, 3", "+1, 2, 3",
     "1.5, 2, 3", "1, 2, 3,", ",1, 2, 3", "1,, 2, 3", "The answer is 1, 2, 3", "1, 2, 3 abc", "1_000, 2, 3",
-    "١, ٢, ٣", "²", "1\t, 2, 3", "1\n, 2, 3", "1e3", "0x1", "1 2, 3", "1" * 5000,
+    "١, ٢, ٣", "²", "1\t, 2, 3", "1\n, 2, 3", "1e3", "0x1", "1 2, 3", *PARSE_TOO_LONG, "1" * 5000,
 ]
 _PARSE_ALPHABET = "0123456789" * 3 + ",,,,    \n.-+abx[]_\t"
 
 
 def _show(text: str, limit: int = 24) -> str:
     shown = repr(text)
-    return shown if len(shown) <= limit else shown[: limit - 2] + "…" + shown[-1]
+    return shown if len(shown) <= limit else shown[: limit - 2] + "…" + shown[-1] + f" ({len(text)} characters)"
+
+
+def _short(value: Any) -> str:
+    """``value`` (a parse result) for a message: a number of many digits as its first digits and its length."""
+    if isinstance(value, tuple) and any(isinstance(v, int) and len(str(v)) > 12 for v in value):
+        items = [f"{str(v)[:6]}…({len(str(v))} digits)" if isinstance(v, int) and len(str(v)) > 12 else repr(v)
+                 for v in value]
+        return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+    return _one_line(repr(value), 60)
 
 
 def _why_not_in_form(text: str, got: Any) -> str:
@@ -266,8 +341,12 @@ def _why_not_in_form(text: str, got: Any) -> str:
         return "an empty item (two commas in a row, or a comma at either end) is not the asked form"
     if any(" " in item.strip(" ") for item in items):
         return "numbers must be separated by commas, not by spaces alone"
-    if any(len(item.strip(" ")) > 100 for item in items):
-        return "a number of more than 100 digits is not an answer: return None"
+    longest = max(len(item.strip(" ")) for item in items)
+    if longest > MAX_ANSWER_DIGITS:
+        between = (f" (int() reads it: it refuses only more than {_INT_MAX_DIGITS} digits, so check the length "
+                   "yourself)") if longest <= _INT_MAX_DIGITS else ""
+        return (f"a number of more than {MAX_ANSWER_DIGITS} digits is not an answer (this one has {longest}): return "
+                f"None{between}")
     return "it is not in the asked form"
 
 
@@ -276,6 +355,13 @@ def _why_in_form(text: str, want: tuple[int, ...]) -> str:
     items = [item.strip(" ") for item in text.strip().split(",")]
     if text != text.strip():
         return "strip the whitespace around the whole answer first (newlines included)"
+    longest = max(len(item) for item in items)
+    if longest == MAX_ANSWER_DIGITS:
+        return (f"a number of exactly {MAX_ANSWER_DIGITS} digits is still an answer: only MORE than "
+                f"{MAX_ANSWER_DIGITS} digits is not (len(item) > {MAX_ANSWER_DIGITS}, not >=)")
+    if len(text) > MAX_ANSWER_DIGITS:
+        return (f"the {MAX_ANSWER_DIGITS}-digit limit is per number, not on the whole answer: this one is {len(text)} "
+                f"characters long, but its longest number has {longest} digits")
     if any(item.startswith("0") and len(item) > 1 for item in items):
         return "leading zeros are read as numbers: '02' is 2"
     if len(want) == 1:
@@ -303,23 +389,29 @@ def _check_parse_case(c: Check, fn: Callable, text: str, want: tuple[int, ...] |
     on = f"on {_show(text)}"
     if want is None:
         if got is not None:
-            c.fail(f"accepted {_show(text)} (returned {_one_line(repr(got), 40)}) but {_why_not_in_form(text, got)}")
+            c.fail(f"accepted {_show(text)} (returned {_short(got)}) but {_why_not_in_form(text, got)}")
         c.passed += 1
         return
     if got is None:
-        c.fail(f"returned None {on}, which is in the asked form: expected {want} — {_why_in_form(text, want)}")
+        c.fail(f"returned None {on}, which is in the asked form: expected {_short(want)} — {_why_in_form(text, want)}")
     if isinstance(got, list) and tuple(got) == want:
-        c.fail(f"{on}: return a tuple of ints, not a list (got {got})")
-    c.expect(isinstance(got, tuple), f"{on}: expected the tuple {want} (or None), got {type(got).__name__} "
+        c.fail(f"{on}: return a tuple of ints, not a list (got {_short(tuple(got))})")
+    c.expect(isinstance(got, tuple), f"{on}: expected the tuple {_short(want)} (or None), got {type(got).__name__} "
                                      f"{_one_line(repr(got), 40)}")
     if all(isinstance(v, str) for v in got) and got and tuple(v.strip() for v in got) == tuple(str(v) for v in want):
-        c.fail(f"{on}: convert each number with int(): you returned strings {got}")
+        c.fail(f"{on}: convert each number with int(): you returned strings {_short(got)}")
     c.expect(all(isinstance(v, int) and not isinstance(v, bool) for v in got),
              f"{on}: the numbers should be ints; got {_one_line(repr(got), 60)}")
     if got != want and tuple(sorted(got)) == tuple(sorted(want)):
-        c.fail(f"{on}: return the numbers in the order they were written, {want}; got {got} (do not sort them: the "
-               "reward compares them with the sorted prompt)")
-    c.expect(got == want, f"{on}: expected {want}, got {got}")
+        c.fail(f"{on}: return the numbers in the order they were written, {_short(want)}; got {_short(got)} (do not "
+               "sort them: the reward compares them with the sorted prompt)")
+    if got != want and got == tuple(int(ch) for ch in text if ch in "0123456789"):
+        c.fail(f"{on}: you read every digit as a number of its own, {_short(got)}; a number is everything between "
+               f"two commas: expected {_short(want)}")
+    if got != want and len(got) < len(want) and all(v in want for v in got):
+        c.fail(f"{on}: you returned {_short(got)}, only {len(got)} of the {len(want)} numbers {_short(want)} — "
+               "keep every comma-separated number, the first and the last included")
+    c.expect(got == want, f"{on}: expected {_short(want)}, got {_short(got)} — {_why_in_form(text, want)}")
 
 
 def _random_texts(seed: int, n: int) -> list[str]:

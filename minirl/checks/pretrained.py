@@ -41,6 +41,31 @@ ZV_ANY = [[-1.0, -1.0, -1.0], [0.0, 1.0, 2.0], [3.0, 2.0, 1.0], [5.0, 5.0, 5.0],
 ZV_ANY_EXPECTED = 2 / 6
 
 
+def _one_ulp_above(x: float) -> float:
+    """The next float32 after ``x``: the smallest difference two float32 rewards can have."""
+    return float(torch.nextafter(torch.tensor(x), torch.tensor(float("inf"))))
+
+
+# Continuous rewards, [batch 8, trial 4]: where "all equal" ends. The library's rule (``zero_variance_fraction``,
+# and ``compute_deltas``, which zeroes exactly these groups) is EXACT equality: three groups of equal float32
+# values that no binary fraction represents (0.7, 0.1, 1/3) are all equal; four groups whose rewards differ by
+# 0.02, 1e-3, 1e-5 and by one float32 ulp (6e-8) are not — compute_deltas gives each of them nonzero deltas
+# (normalised: up to 1.5, and 0.06 for the one-ulp group), however small the difference. The last group differs
+# plainly.
+ZV_SPREADS = [_one_ulp_above(0.9) - float(torch.tensor(0.9)), 1e-5, 1e-3, 0.02]  # near-equal groups, smallest first
+ZV_CONTINUOUS = [
+    [0.7, 0.7, 0.7, 0.7],
+    [0.1, 0.1, 0.1, 0.1],
+    [1 / 3, 1 / 3, 1 / 3, 1 / 3],
+    [0.9, 0.9, 0.9, _one_ulp_above(0.9)],
+    [0.25, 0.25 + 1e-5, 0.25, 0.25],
+    [0.5, 0.5, 0.501, 0.5],
+    [0.4, 0.42, 0.4, 0.4],
+    [0.0, 0.3, 0.6, 0.9],
+]
+ZV_CONTINUOUS_EXPECTED = 3 / 8
+
+
 def _fraction(rows: torch.Tensor) -> float:
     return float(rows.float().mean())
 
@@ -81,7 +106,22 @@ def _number(c: Check, got, what: str) -> float:
         c.fail(f"{what}: expected a number, got {type(got).__name__}")
 
 
-def _check_case(c: Check, fn: Callable, rewards: list[list[float]] | torch.Tensor, want: float, what: str) -> None:
+def _tolerance_mistake(got: float, want: float, batch: int) -> str | None:
+    """On ZV_CONTINUOUS: the message for a test with a tolerance, which counts the k near-equal groups with the
+    smallest spreads as all equal (so it returns want + k / batch); None if ``got`` is not such a value."""
+    extra = (got - want) * batch
+    k = round(extra)
+    if not (1 <= k <= len(ZV_SPREADS) and numbers_close(extra, k)):
+        return None
+    shown = ", ".join(f"{s:.2g}" for s in ZV_SPREADS[:k])
+    return (f"you counted {k} group{'s' if k > 1 else ''} whose rewards differ by a little ({shown}) as all equal; "
+            "compute_deltas zeroes a group's advantage only when its rewards are EXACTLY equal (any difference, "
+            "however small, gives nonzero deltas): no tolerance (std < tol, max − min < tol, isclose), compare "
+            "with ==: (rewards == rewards[:, :1]).all(dim=1)")
+
+
+def _check_case(c: Check, fn: Callable, rewards: list[list[float]] | torch.Tensor, want: float, what: str,
+                continuous: bool = False) -> None:
     r = torch.as_tensor(rewards, dtype=torch.float32)
     given = r.clone()
     got = _number(c, c.call(fn, given, call=what), what)
@@ -89,19 +129,29 @@ def _check_case(c: Check, fn: Callable, rewards: list[list[float]] | torch.Tenso
     if numbers_close(got, want):
         c.passed += 1
         return
+    tolerance = _tolerance_mistake(got, want, r.shape[0]) if continuous else None
+    if tolerance:
+        c.fail(f"{what}: expected {want:.4g}, got {got:.4g} — {tolerance}", named=True)
     for wrong, message in _mistakes(r):  # the cases come in an order that makes the first match the likely one
         if numbers_close(got, wrong):
-            c.fail(f"{what}: expected {want:.4g}, got {got:.4g} — {message}")
-    c.fail(f"{what}: expected {want:.4g}, got {got:.4g}")
+            c.fail(f"{what}: expected {want:.4g}, got {got:.4g} — {message}", named=True)
+    c.fail(f"{what}: expected {want:.4g}, got {got:.4g} (the fraction of the {r.shape[0]} groups, rows, whose "
+           f"rewards are all exactly equal: {round(want * r.shape[0])} here)")
 
 
 @exercise_check("zero_variance_fraction")
 def check_zero_variance_fraction(c: Check, fn: Callable) -> None:
-    """``fn(rewards[batch, trial]) -> float``: the fraction of groups (rows) whose rewards are all equal."""
+    """``fn(rewards[batch, trial]) -> float``: the fraction of groups (rows) whose rewards are all exactly equal
+    (the library's rule, the groups ``compute_deltas`` zeroes). Catches the complement, a count, only the
+    all-0 or all-best groups, a fraction of responses, equality with the mean, the wrong axis, std == 0 (an
+    all-equal float32 group has a std of ~1e-7), a tolerance (groups differing by 0.02 down to one ulp counted
+    as equal), a tensor returned, in-place edits."""
     _check_case(c, fn, ZV_REWARDS, ZV_EXPECTED, "12 groups of the task's rewards (7 all equal)")
     _check_case(c, fn, ZV_ANY, ZV_ANY_EXPECTED, "6 groups of any rewards (2 all equal)")
     _check_case(c, fn, [[0.2, 0.2], [1.2, 0.0]], 0.5, "2 groups of 2")
     _check_case(c, fn, [[1.2] * 8], 1.0, "one group of 8 equal rewards")
+    _check_case(c, fn, ZV_CONTINUOUS, ZV_CONTINUOUS_EXPECTED, "8 groups of continuous rewards (3 all equal; 4 differ "
+                "by 0.02, 1e-3, 1e-5 and one float32 ulp)", continuous=True)
     g = torch.Generator().manual_seed(SEED)
     for batch, trial in [(64, 8), (16, 16)]:  # few distinct values, so that some groups come out all equal
         values = torch.tensor([0.0, 0.2, 1.2])
