@@ -185,6 +185,9 @@ def evaluate(
     ``greedy_format`` (fraction of answers in the asked form); when it has a per-position reward and a
     reference answer (the toy sorting tasks), ``greedy_position_acc`` (and ``sampled_position_acc``): the
     fraction of the answer's positions right, Σ_t r_t(x, y) / Σ_t r_t(x, sort(x)), averaged over prompts.
+    When the task holds out whole answers (a text task's ``n_unseen_answers``), also ``unseen_greedy_exact``
+    and ``unseen_greedy_format``: greedy accuracy on (at most ``n_prompts`` of) the problems whose answer
+    never occurs in training.
     ``model`` is a policy or a bare toy model; ``device`` is unused (the policy moves prompts to its own).
     """
     policy = as_policy(model)
@@ -206,6 +209,12 @@ def evaluate(
             out[f"{kind}_position_acc"] = float((right / best).mean())
         if hasattr(task, "format_ok"):
             out[f"{kind}_format"] = float(task.format_ok(prompts, answers).float().mean())
+    n_unseen = min(getattr(task, "n_unseen_problems", 0), n_prompts)
+    if n_unseen:
+        unseen = task.unseen_answer_prompts(n_unseen)
+        answers = policy.greedy(unseen).answers
+        out["unseen_greedy_exact"] = float(task.is_correct(unseen, answers).float().mean())
+        out["unseen_greedy_format"] = float(task.format_ok(unseen, answers).float().mean())
     return out
 
 

@@ -21,8 +21,13 @@ else (prose, an empty string, garbage) 0.0. A correct answer is always well form
 ``format_weight + 1``.
 
 Every task has a fixed held-out set of problems (drawn once from ``seed``) that training never samples:
-``eval_prompts`` reads it, ``sample_prompts`` draws uniformly from the other problems, so held-out
-accuracy measures generalisation rather than memorisation.
+``eval_prompts`` reads it, ``sample_prompts`` draws uniformly from the other problems. On a small problem
+space that is a weak test: sorting 3 numbers from 0..9 has 1000 problems but only 220 answers (sorted
+lists), so almost every held-out problem is a permutation of some training problem and shares its answer.
+``n_unseen_answers`` therefore holds out whole *answers* too: every problem whose solution is one of
+``n_unseen_answers`` drawn solutions (for sorting, every permutation of a drawn multiset) is left out of
+training and read by ``unseen_answer_prompts``. Accuracy there measures a model that has never once
+been rewarded for writing that answer.
 
 Shapes: ``[batch, trial]`` = prompt, completion in the prompt's group.
 """
@@ -118,6 +123,14 @@ def _draw_distinct(high: int, k: int, generator: torch.Generator) -> torch.Tenso
     return torch.tensor(list(chosen)[:k], dtype=torch.long)
 
 
+def _skip(ranks: torch.Tensor, left_out: torch.Tensor) -> torch.Tensor:
+    """Rank ``r`` among the problems not in ``left_out`` -> problem index (``left_out`` need not be sorted)."""
+    if len(left_out) == 0:
+        return ranks
+    shifted = left_out.sort().values - torch.arange(len(left_out))
+    return ranks + torch.searchsorted(shifted, ranks, right=True)
+
+
 def _check_int(name: str, value: object, low: int, high: float = math.inf) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         bound = f">= {low}" if high == math.inf else f"in [{low}, {high}]"
@@ -126,13 +139,16 @@ def _check_int(name: str, value: object, low: int, high: float = math.inf) -> No
 
 class _TextTask:
     """What the text tasks share. A subclass is a frozen dataclass with fields ``few_shot``, ``n_heldout``,
-    ``format_weight``, ``seed`` and ``system`` that calls ``_setup()`` from ``__post_init__``, and defines:
+    ``format_weight``, ``seed``, ``system`` and ``n_unseen_answers`` that calls ``_setup()`` from
+    ``__post_init__``, and defines:
 
     - ``n_problems``: the size of the problem space; problems are numbered ``0 .. n_problems - 1``;
     - ``_decode(indices) -> LongTensor[n, len(numbers)]``: the problems with those numbers;
     - ``question(numbers) -> str`` and ``solution(numbers) -> tuple[int, ...]``;
     - ``_format_answer(solution) -> str`` (the target text) and ``parse_answer(text)``;
-    - ``answer_size``: how many numbers a well-formed answer has.
+    - ``answer_size``: how many numbers a well-formed answer has;
+    - ``_answer_ids(problems: LongTensor[n, len(numbers)]) -> LongTensor[n]``: one integer per distinct
+      solution (for ``n_unseen_answers``).
     """
 
     few_shot: int
@@ -140,6 +156,7 @@ class _TextTask:
     format_weight: float
     seed: int
     system: str | None
+    n_unseen_answers: int
 
     # -- set-up -----------------------------------------------------------------------------------
 
@@ -152,20 +169,29 @@ class _TextTask:
             raise ValueError(f"format_weight must be a finite number >= 0; got {w!r}")
         if self.system is not None and not isinstance(self.system, str):
             raise TypeError(f"system must be a str or None; got {type(self.system).__name__}")
+        _check_int("n_unseen_answers", self.n_unseen_answers, 0)
         n = self.n_problems
         if n > _MAX_PROBLEMS:
             raise ValueError(f"the problem space has {n} problems, more than 2**62: make the task smaller")
         if self.n_heldout >= n:
             raise ValueError(f"n_heldout must leave training problems: it must be in [0, {n - 1}] "
                              f"(this task has {n} problems); got {self.n_heldout}")
-        n_train = n - self.n_heldout
+        g = torch.Generator().manual_seed(self.seed)
+        unseen = self._draw_unseen_answer_problems(g)  # in eval order; empty when n_unseen_answers = 0
+        n_free = n - len(unseen)
+        if self.n_heldout >= n_free:
+            raise ValueError(f"n_heldout must leave training problems: it must be in [0, {n_free - 1}] "
+                             f"(this task has {n} problems, {len(unseen)} of them with held-out answers); "
+                             f"got {self.n_heldout}")
+        heldout = _skip(_draw_distinct(n_free, self.n_heldout, g), unseen)  # in draw order: the eval order
+        # the r-th training problem is r + #{i : e_i - i <= r}, e the sorted left-out indices (held out either way)
+        excluded = torch.cat([heldout, unseen]).sort().values
+        shifted = excluded - torch.arange(len(excluded))
+        n_train = n - len(excluded)
         if self.few_shot > n_train:
             raise ValueError(f"few_shot must be in [0, {n_train}] (the training problems); got {self.few_shot}")
-        g = torch.Generator().manual_seed(self.seed)
-        heldout = _draw_distinct(n, self.n_heldout, g)  # in draw order: the eval order
-        # the r-th training problem is r + #{i : h_i - i <= r}, h the sorted held-out indices
-        shifted = heldout.sort().values - torch.arange(self.n_heldout)
         object.__setattr__(self, "_heldout", heldout)
+        object.__setattr__(self, "_unseen", unseen)
         object.__setattr__(self, "_shifted", shifted)
         examples = self._decode(self._train_index(_draw_distinct(n_train, self.few_shot, g)))
         chat: list[dict] = [] if self.system is None else [{"role": "system", "content": self.system}]
@@ -173,6 +199,25 @@ class _TextTask:
             chat.append({"role": "user", "content": self.question(ex)})
             chat.append({"role": "assistant", "content": self.target(ex)})
         object.__setattr__(self, "_preamble", tuple(chat))
+
+    def _draw_unseen_answer_problems(self, generator: torch.Generator) -> torch.Tensor:
+        """Every problem whose solution is one of ``n_unseen_answers`` solutions drawn uniformly from the
+        distinct ones, in a seeded random order: LongTensor[m] (empty when ``n_unseen_answers`` is 0)."""
+        if self.n_unseen_answers == 0:
+            return torch.zeros(0, dtype=torch.long)
+        n = self.n_problems
+        if n > _RANDPERM_LIMIT:
+            raise ValueError(f"n_unseen_answers needs every problem enumerated: it allows at most "
+                             f"{_RANDPERM_LIMIT} problems; this task has {n}")
+        answers = self._answer_ids(self._decode(torch.arange(n)))  # [n]
+        distinct = answers.unique()  # sorted
+        if self.n_unseen_answers >= len(distinct):
+            raise ValueError(f"n_unseen_answers must leave answers to train on: it must be in "
+                             f"[0, {len(distinct) - 1}] (this task has {len(distinct)} distinct answers); "
+                             f"got {self.n_unseen_answers}")
+        chosen = distinct[_draw_distinct(len(distinct), self.n_unseen_answers, generator)]
+        problems = torch.isin(answers, chosen).nonzero().flatten()
+        return problems[torch.randperm(len(problems), generator=generator)]
 
     def _train_index(self, r: torch.Tensor) -> torch.Tensor:
         """Training rank ``r`` (0 .. n_train - 1) -> problem index, skipping the held-out ones."""
@@ -182,8 +227,13 @@ class _TextTask:
 
     @property
     def n_train_problems(self) -> int:
-        """How many problems ``sample_prompts`` draws from: ``n_problems - n_heldout``."""
-        return self.n_problems - self.n_heldout
+        """How many problems ``sample_prompts`` draws from: ``n_problems - n_heldout - n_unseen_problems``."""
+        return self.n_problems - self.n_heldout - len(self._unseen)
+
+    @property
+    def n_unseen_problems(self) -> int:
+        """How many problems have one of the held-out answers (``unseen_answer_prompts``)."""
+        return len(self._unseen)
 
     @property
     def heldout_problems(self) -> tuple[tuple[int, ...], ...]:
@@ -224,6 +274,15 @@ class _TextTask:
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.n_heldout:
             raise ValueError(f"n must be an int in [0, n_heldout = {self.n_heldout}]; got {n!r}")
         return [self.prompt(p) for p in self._decode(self._heldout[:n]).tolist()]
+
+    def unseen_answer_prompts(self, n: int | None = None) -> list[TextPrompt]:
+        """The first ``n`` problems whose answer never occurs in training (all of them when ``n`` is None),
+        always in the same order: the second held-out set (``n_unseen_answers``)."""
+        if n is None:
+            n = self.n_unseen_problems
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= self.n_unseen_problems:
+            raise ValueError(f"n must be an int in [0, n_unseen_problems = {self.n_unseen_problems}]; got {n!r}")
+        return [self.prompt(p) for p in self._decode(self._unseen[:n]).tolist()]
 
     # -- scoring ------------------------------------------------------------------------------------
 
@@ -344,8 +403,10 @@ class TextSortTask(_TextTask):
         few_shot: worked user/assistant examples before the question (fixed training problems).
         n_heldout: held-out problems (``eval_prompts``), never sampled for training.
         format_weight: the reward of a well-formed answer, on top of 1.0 for a correct one.
-        seed: seeds the held-out set and the few-shot examples.
+        seed: seeds the held-out sets and the few-shot examples.
         system: an optional system message.
+        n_unseen_answers: answers (sorted lists, i.e. multisets of numbers) held out whole: every permutation
+            of each is left out of training and read by ``unseen_answer_prompts`` (0: none).
     """
 
     n_numbers: int = 3
@@ -355,6 +416,7 @@ class TextSortTask(_TextTask):
     format_weight: float = 0.2
     seed: int = 0
     system: str | None = None
+    n_unseen_answers: int = 0
 
     def __post_init__(self) -> None:
         _check_int("n_numbers", self.n_numbers, 1)
@@ -376,6 +438,11 @@ class TextSortTask(_TextTask):
 
     def question(self, numbers: Sequence[int]) -> str:
         return f"Sort in increasing order: {', '.join(str(v) for v in numbers)}\n{SORT_FORMAT}"
+
+    def _answer_ids(self, problems: torch.Tensor) -> torch.Tensor:
+        base = self.max_value + 1
+        powers = base ** torch.arange(self.n_numbers - 1, -1, -1)
+        return (problems.sort(dim=-1).values * powers).sum(dim=-1)  # the sorted list, read as a number
 
     def solution(self, numbers: Sequence[int]) -> tuple[int, ...]:
         return tuple(sorted(int(v) for v in numbers))
@@ -407,6 +474,7 @@ class TextAdditionTask(_TextTask):
     Args:
         digits: digits per operand, 1 .. 9.
         few_shot, n_heldout, format_weight, seed, system: as in ``TextSortTask``.
+        n_unseen_answers: sums held out whole: every problem with one of them is left out of training.
     """
 
     digits: int = 2
@@ -415,6 +483,7 @@ class TextAdditionTask(_TextTask):
     format_weight: float = 0.2
     seed: int = 0
     system: str | None = None
+    n_unseen_answers: int = 0
 
     def __post_init__(self) -> None:
         _check_int("digits", self.digits, 1, 9)
@@ -445,6 +514,9 @@ class TextAdditionTask(_TextTask):
     def question(self, numbers: Sequence[int]) -> str:
         a, b = numbers
         return f"What is {a} + {b}?\n{ADD_FORMAT}"
+
+    def _answer_ids(self, problems: torch.Tensor) -> torch.Tensor:
+        return problems.sum(dim=-1)
 
     def solution(self, numbers: Sequence[int]) -> tuple[int, ...]:
         return (int(sum(numbers)),)

@@ -1,0 +1,418 @@
+"""Measured figures, kept: one small JSON file per measurement in ``results/``.
+
+Every figure the kit quotes (README's measured tables, a notebook's full-mode numbers) comes from one of
+these files, and each file says how it was made:
+
+- ``command``: the exact command line that measured it;
+- ``commit`` (and ``dirty``: whether tracked files had uncommitted changes), ``date`` (UTC);
+- ``machine``: CPU model and cores, torch threads, GPU (if any), Python, torch, transformers and TRL versions;
+- ``load``: how busy the machine was with *other* work during the measurement (``others_busy``: the share
+  of all cores' time used by other processes; 0 = idle, 0.5 = one of two cores taken), so a timing made
+  beside other jobs says so;
+- ``seeds``, ``duration_s`` and ``figures`` (what was measured, as nested dicts of numbers and strings).
+
+Writing one::
+
+    record = Record("bench_lm", seeds=[0, 1, 2])    # starts the clock and the load meter
+    record.figures["tiny"] = {"before": 0.85, "after": 0.99}
+    record.save()                                   # results/bench_lm.json (or record.save(path))
+
+The commands that measure write one with ``--save`` (``minirl bench``, ``bench --lm``, ``bench --trl``,
+``ladder``, ``train``), and ``python -m minirl.results notebook solutions/NN_*.ipynb`` runs a notebook in
+full mode and keeps the figures its cells ``record(...)``. ``python -m minirl.results show NAME`` prints one;
+README's measured sections are generated from these files (``python -m minirl.report``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import os
+import platform
+import resource
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    "RESULTS_DIR",
+    "Record",
+    "history_figures",
+    "load",
+    "machine",
+    "notebook_banner",
+    "record",
+    "results_path",
+    "show",
+    "summary_line",
+]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+RESULTS_DIR = REPO_ROOT / "results"
+"""Where records live: ``results/`` at the repository root (``MINIRL_RESULTS`` moves it)."""
+
+RECORD_ENV = "MINIRL_RECORD"
+"""Set by ``python -m minirl.results notebook``: the scratch file where ``record(...)`` keeps a notebook's figures."""
+
+
+def results_dir() -> Path:
+    return Path(os.environ.get("MINIRL_RESULTS", RESULTS_DIR))
+
+
+def results_path(name: str) -> Path:
+    """``results/<name>.json`` (``name`` may also be a path ending in ``.json``)."""
+    if name.endswith(".json"):
+        return Path(name)
+    return results_dir() / f"{name}.json"
+
+
+# ---- provenance ---------------------------------------------------------------------------------------------
+
+def _git(*args: str) -> str | None:
+    try:
+        out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout if out.returncode == 0 else None
+
+
+def _commit() -> tuple[str | None, list[str]]:
+    """(HEAD's hash, the tracked files with uncommitted changes) of the checkout this package runs from."""
+    commit = _git("rev-parse", "HEAD")
+    changed = _git("status", "--porcelain", "--untracked-files=no")
+    return (commit.strip() if commit else None), [line[3:] for line in (changed or "").splitlines() if line.strip()]
+
+
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def _version(module: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(module)
+    except PackageNotFoundError:
+        return None
+
+
+def machine() -> dict[str, Any]:
+    """The machine a measurement ran on: CPU model and cores, torch threads, GPU, package versions."""
+    import torch
+
+    gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    return {
+        "cpu": _cpu_model(),
+        "cores": os.cpu_count(),
+        "torch_threads": torch.get_num_threads(),
+        "gpu": gpu,
+        "platform": platform.platform(terse=True),
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "transformers": _version("transformers"),
+        "trl": _version("trl"),
+    }
+
+
+class _LoadMeter:
+    """The share of all cores' time that *other* processes used between ``start`` and ``stop``.
+
+    From ``/proc/stat`` (busy time of every core) minus this process's own CPU time and that of its finished
+    children (``getrusage``): 0.0 on an idle machine, 0.5 when another job kept one of two cores busy.
+    None where ``/proc/stat`` does not exist.
+    """
+
+    def __init__(self) -> None:
+        self.start = self._read()
+
+    @staticmethod
+    def _read() -> tuple[float, float, float] | None:
+        try:
+            fields = [int(v) for v in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+        except (OSError, ValueError, IndexError):
+            return None
+        hz = os.sysconf("SC_CLK_TCK")
+        idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
+        busy = (sum(fields[:8]) - idle) / hz  # user nice system idle iowait irq softirq steal
+        own = sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+                  for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        return busy, own, time.monotonic()
+
+    def others_busy(self) -> float | None:
+        end = self._read()
+        if self.start is None or end is None:
+            return None
+        busy, own, elapsed = (e - s for e, s in zip(end, self.start))
+        cores = os.cpu_count() or 1
+        if elapsed <= 0:
+            return None
+        return round(min(max((busy - own) / (elapsed * cores), 0.0), 1.0), 3)
+
+
+def _command_line() -> str:
+    argv = list(sys.argv)
+    prog = Path(argv[0]).name if argv else "python"
+    if prog == "minirl" or prog.startswith("minirl"):
+        argv[0] = "minirl"
+    elif argv and argv[0].endswith(".py"):
+        argv = ["python", os.path.relpath(argv[0], REPO_ROOT) if Path(argv[0]).is_absolute() else argv[0], *argv[1:]]
+    return shlex.join(argv)
+
+
+def _now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+class Record:
+    """One measurement in the making: ``figures`` to fill, provenance noted at ``save``.
+
+    The clock and the load meter start when the record is made; ``save`` writes
+    ``{name, command, commit, dirty, date, duration_s, machine, load, seeds, figures}``.
+    """
+
+    def __init__(self, name: str, *, command: str | None = None, seeds: list[int] | None = None,
+                 notes: str | None = None) -> None:
+        if not name or any(c in name for c in "/\\ ") and not name.endswith(".json"):
+            raise ValueError(f"name must be a short file name like 'bench_lm' (or a path ending in .json); "
+                             f"got {name!r}")
+        self.name = Path(name).stem
+        self.target = name
+        self.command = command or _command_line()
+        self.seeds = list(seeds) if seeds is not None else None
+        self.notes = notes
+        self.figures: dict[str, Any] = {}
+        self._start = time.perf_counter()
+        self._date = _now()
+        self._load = _LoadMeter()
+
+    def as_dict(self) -> dict[str, Any]:
+        commit, changed = _commit()
+        out = {
+            "name": self.name,
+            "command": self.command,
+            "commit": commit,
+            "dirty": changed,
+            "date": self._date,
+            "duration_s": round(time.perf_counter() - self._start, 1),
+            "machine": machine(),
+            "load": {"others_busy": self._load.others_busy()},
+            "seeds": self.seeds,
+            "figures": _jsonable(self.figures),
+        }
+        if self.notes:
+            out["notes"] = self.notes
+        return out
+
+    def save(self, path: str | Path | None = None) -> Path:
+        """Write the record (atomically: a temporary file, then a rename) and return its path."""
+        target = Path(path) if path is not None else results_path(self.target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = self.as_dict()
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            json.dump(data, f, indent=1, sort_keys=False)
+            f.write("\n")
+        os.replace(tmp, target)
+        print(f"results: saved {_display(target)}", flush=True)
+        return target
+
+
+def _display(path: Path) -> str:
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _jsonable(value: Any) -> Any:
+    """Numbers, strings, lists and dicts only (numpy and torch scalars become floats, NaN becomes None)."""
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int):
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return str(value)
+    if number != number or number in (float("inf"), float("-inf")):
+        return None
+    return round(number, 6)
+
+
+def history_figures(history, last: int = 5) -> dict[str, Any]:
+    """What a training run measured, for a record: steps, training time and its split per step, throughput,
+    the reward and all-equal groups over the ``last`` steps, and every evaluation (``history.evals``)."""
+    import numpy as np
+
+    out: dict[str, Any] = {"label": history.label, "seed": history.seed, "steps": len(history)}
+    if len(history):
+        metrics = history.metrics
+        wall = float(history["wall_time"][-1])
+        out["train_seconds"] = wall
+        out["s_per_step"] = wall / len(history)
+        for key, name in (("gen_seconds", "gen_s_per_step"), ("update_seconds", "update_s_per_step"),
+                          ("tokens_per_second", "tokens_per_s")):
+            if key in metrics:
+                out[name] = float(np.mean(history[key]))
+        if "reward" in metrics:
+            out[f"reward_last{last}"] = float(np.mean(history["reward"][-last:]))
+        if "zero_variance_groups" in metrics:
+            out[f"zero_variance_groups_last{last}"] = float(np.mean(history["zero_variance_groups"][-last:]))
+    out["evals"] = [dict(e) for e in history.evals]
+    return out
+
+
+def load(name: str) -> dict[str, Any]:
+    """The record ``results/<name>.json`` (or a path), with a clear error when it is missing."""
+    path = results_path(name)
+    if not path.exists():
+        raise FileNotFoundError(f"no results file {path}: measure it first (see README, 'Measured figures')")
+    return json.loads(path.read_text())
+
+
+def summary_line(data: Mapping[str, Any]) -> str:
+    """Where a record came from, in one line: machine, load, commit, date, command."""
+    m = data.get("machine", {})
+    device = m.get("gpu") or f"{m.get('cores')} CPU cores ({m.get('cpu')})"
+    load = (data.get("load") or {}).get("others_busy")
+    busy = "" if load is None else (", idle" if load < 0.1 else f", other jobs used {load:.0%} of the cores")
+    commit = (data.get("commit") or "?")[:7] + (" + uncommitted changes" if data.get("dirty") else "")
+    return (f"{device}{busy}; commit {commit}, {str(data.get('date', '?'))[:10]}; "
+            f"`{data.get('command', '?')}`")
+
+
+def show(name: str, keys: list[str] | None = None) -> dict[str, Any]:
+    """Print a record's provenance and figures (only ``keys`` of ``figures`` when given); returns the figures."""
+    data = load(name)
+    figures = data["figures"] if keys is None else {k: data["figures"][k] for k in keys}
+    print(f"Recorded in results/{data['name']}.json: {summary_line(data)}")
+    if data.get("stale"):
+        print(f"  ({data['stale']})")
+    for key, value in figures.items():
+        print(f"  {key}: {_plain(value)}")
+    return figures
+
+
+def _plain(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return ", ".join(f"{k} {_plain(v)}" for k, v in value.items())
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_plain(v) for v in value) + "]"
+    return str(value)
+
+
+# ---- notebooks ----------------------------------------------------------------------------------------------
+
+_NOTEBOOK_FIGURES: dict[str, Any] = {}
+
+
+def record(**figures: Any) -> None:
+    """In a notebook: note figures of this run (e.g. ``record(accuracy_after=0.92)``).
+
+    Under ``python -m minirl.results notebook ...`` (a full-mode run) they are kept in the notebook's results
+    file; otherwise they are only remembered in this kernel. Values must be numbers, strings, lists or dicts.
+    """
+    _NOTEBOOK_FIGURES.update(_jsonable(figures))
+    scratch = os.environ.get(RECORD_ENV)
+    if scratch:
+        Path(scratch).write_text(json.dumps(_NOTEBOOK_FIGURES, indent=1))
+
+
+def notebook_record_name(notebook: str | Path, device: str = "cpu") -> str:
+    """``notebook_08_full_cpu`` for ``solutions/08_*.ipynb`` run in full mode on a CPU."""
+    number = Path(notebook).name.split("_", 1)[0]
+    return f"notebook_{number}_full_{device}"
+
+
+def notebook_banner(number: str) -> None:
+    """Print, at the top of a notebook, the mode and device of the outputs below, and what full mode takes
+    (from its results record, when there is one)."""
+    import torch
+
+    fast = os.environ.get("MINIRL_FAST", "0") == "1"
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    print(f"These outputs: {'fast' if fast else 'full'} mode (MINIRL_FAST={'1' if fast else '0'}), on {device}.")
+    for kind in ("cpu", "cuda"):
+        path = results_path(f"notebook_{number}_full_{kind}")
+        if path.exists():
+            data = json.loads(path.read_text())
+            print(f"Full mode on {'2 CPU cores' if kind == 'cpu' else 'a GPU'}: {data['duration_s'] / 60:.1f} min "
+                  f"end to end; its figures: results/{path.name} ({summary_line(data)}).")
+    if not any(results_path(f"notebook_{number}_full_{k}").exists() for k in ("cpu", "cuda")):
+        print("Full mode has no stored record yet.")
+
+
+def _execute_notebook(path: Path, env: dict[str, str], timeout: int) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(path, as_version=4)
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(REPO_ROOT)}}
+                       ).execute()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def run_notebook_full(notebook: str | Path, timeout: int = 7200) -> Path:
+    """Execute a notebook in full mode (``MINIRL_FAST=0``, outputs not stored) and save what its cells
+    ``record(...)`` as ``results/notebook_NN_full_<device>.json``, with the end-to-end time."""
+    import torch
+
+    path = Path(notebook)
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    rec = Record(notebook_record_name(path, device), command=_command_line())
+    with tempfile.TemporaryDirectory() as tmp:
+        scratch = Path(tmp) / "figures.json"
+        _execute_notebook(path, {"MINIRL_FAST": "0", RECORD_ENV: str(scratch)}, timeout)
+        rec.figures = json.loads(scratch.read_text()) if scratch.exists() else {}
+    rec.figures["notebook"] = path.name
+    return rec.save()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m minirl.results", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    p_show = sub.add_parser("show", help="print a record")
+    p_show.add_argument("name")
+    p_nb = sub.add_parser("notebook", help="run notebooks in full mode and keep their recorded figures")
+    p_nb.add_argument("paths", nargs="+")
+    p_nb.add_argument("--timeout", type=int, default=7200, help="seconds per cell")
+    args = parser.parse_args(argv)
+    if args.command == "show":
+        show(args.name)
+        return 0
+    for p in args.paths:
+        start = time.perf_counter()
+        print(f"running {p} in full mode ...", flush=True)
+        run_notebook_full(p, args.timeout)
+        print(f"  {time.perf_counter() - start:.0f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
