@@ -8,8 +8,8 @@
 3. Maze: REINFORCE with a baseline and PPO reach the goal greedily; episodes needed.
 4. ``minirl ladder``, the README's main job (6 rungs x 3 seeds on sorting): total time (target: < 3 minutes).
 
-Timings are wall-clock on whatever machine runs this; the README records the course machine's
-figures (2 CPU cores).
+Timings are wall-clock on whatever machine runs this. ``--save`` keeps every figure in
+``results/bench.json`` (``minirl.results``), from which README's tables are made.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import torch
 
 from minirl.algorithms import ALGORITHMS
 from minirl.history import History
+from minirl.results import Record
 from minirl.train import TrainConfig, train, train_supervised
 from toy_envs.sorting import SortingTask
 
@@ -47,8 +48,8 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(lines + [fmt.format(*map(str, r)) for r in rows])
 
 
-def bench_small(seeds: int, budget: float) -> bool:
-    rows, ok = [], True
+def bench_small(seeds: int, budget: float) -> tuple[bool, dict]:
+    rows, ok, figures = [], True, {}
     for seed in range(seeds):  # the default TrainConfig (2000 steps, cosine), cut at `budget` seconds
         config = TrainConfig(task=SMALL, algo="grpo", seed=seed, max_seconds=budget, eval_every=25, progress=False)
         _, h = train(config)
@@ -56,13 +57,14 @@ def bench_small(seeds: int, budget: float) -> bool:
         final = h.evals[-1]["greedy_exact"]
         ok &= reached is not None and reached < 15.0
         rows.append([seed, len(h), f"{final:.1%}", "never" if reached is None else f"{reached:.1f} s"])
+        figures[str(seed)] = {"steps": len(h), "final": final, "seconds_to_99": reached}
     print(f"\n1. Sorting 3 numbers from 5 values, GRPO, {budget:.0f} s budget per seed "
           f"(target: >= 99% greedy exact in < 15 s)")
     print(_table(["seed", "steps", "final greedy exact", "time to 99%"], rows))
-    return ok
+    return ok, {"budget_s": budget, "seeds": figures}
 
 
-def bench_large(seeds: int, budget: float, algos: list[str]) -> bool:
+def bench_large(seeds: int, budget: float, algos: list[str]) -> tuple[bool, dict]:
     results: dict[str, list[History]] = {}
     for algo in algos:
         for seed in range(seeds):
@@ -81,19 +83,22 @@ def bench_large(seeds: int, budget: float, algos: list[str]) -> bool:
         ceilings.append(sup.evals[-1]["greedy_exact"])
     ceiling = float(np.mean(ceilings))
     rows = [["supervised ceiling", "-", f"{ceiling:.1%}", "100%"]]
+    figures = {"budget_s": budget, "ceiling": ceiling, "ceilings": ceilings, "best": best, "methods": {}}
     for algo, hs in results.items():
         steps = int(np.mean([len(h) for h in hs]))
         rows.append([algo, steps, f"{mean_exact[algo]:.1%}", f"{mean_exact[algo] / max(ceiling, 1e-9):.0%}"])
+        figures["methods"][algo] = {"mean": mean_exact[algo], "per_seed": [h.evals[-1]["greedy_exact"] for h in hs],
+                                    "steps": [len(h) for h in hs]}
     print(f"\n2. Sorting 5 numbers from 10 values, {budget:.0f} s per run, mean of {seeds} seeds "
           f"(target: best preset >= 90% of the ceiling)")
     print(_table(["method", "steps", "greedy exact", "of ceiling"], rows))
-    return mean_exact[best] >= 0.9 * ceiling
+    return mean_exact[best] >= 0.9 * ceiling, figures
 
 
-def bench_maze(seeds: int) -> bool:
+def bench_maze(seeds: int) -> tuple[bool, dict]:
     from minirl.maze_rl import MazeTrainConfig, episodes_to_solve, train_maze
 
-    rows, ok = [], True
+    rows, ok, figures = [], True, {}
     for method in ("reinforce", "reinforce_baseline", "ppo"):
         for seed in range(seeds):
             start = time.perf_counter()
@@ -107,15 +112,21 @@ def bench_maze(seeds: int) -> bool:
                          "never" if greedy is None else int(greedy["episodes"]),
                          "never" if solved != solved else int(solved),
                          f"{time.perf_counter() - start:.1f} s"])
+            figures.setdefault(method, {})[str(seed)] = {
+                "greedy_success": final, "exact_return": h.evals[-1]["exact_return"],
+                "episodes_to_greedy_success": None if greedy is None else int(greedy["episodes"]),
+                "episodes_to_solve": None if solved != solved else int(solved),
+                "eval_every_episodes": int(h.evals[1]["episodes"] - h.evals[0]["episodes"]) if len(h.evals) > 1
+                else None}
     print("\n3. Maze (reward 10 at the goal, 6 moves): greedy success and episodes needed "
           "(target: >= 99% for reinforce_baseline and ppo)")
     print(_table(["method", "seed", "greedy success", "exact return", "episodes to greedy success",
                   "episodes to exact return >= 9.9", "time"], rows))
-    return ok
+    return ok, figures
 
 
-def bench_ladder(seeds: int) -> bool:
-    from minirl.compare import LADDER_RUNGS, ladder_configs, ladder_summary, run_all
+def bench_ladder(seeds: int) -> tuple[bool, dict]:
+    from minirl.compare import LADDER_RUNGS, ladder_configs, ladder_figures, ladder_summary, run_all
 
     start = time.perf_counter()
     print(f"\n4. minirl ladder: {len(LADDER_RUNGS)} rungs x {seeds} seeds on sorting, one process per CPU core")
@@ -123,22 +134,32 @@ def bench_ladder(seeds: int) -> bool:
     elapsed = time.perf_counter() - start
     print(ladder_summary(runs))
     print(f"total {elapsed:.0f} s (target: < 180 s)")
-    return elapsed < 180
+    return elapsed < 180, {"seconds": elapsed, **ladder_figures(runs)}
 
 
-def run_benchmark(quick: bool = False, seeds: int = 3) -> int:
-    """Run all four parts; returns 0 if every target is met, 1 otherwise."""
+def run_benchmark(quick: bool = False, seeds: int = 3, save: str | None = None) -> int:
+    """Run all four parts; returns 0 if every target is met, 1 otherwise. ``save``: a results name or path
+    (``minirl.results``) for every figure."""
+    record = Record(save or "bench", seeds=list(range(seeds)))
     torch.set_num_threads(1)
     small_budget, large_budget = (2.0, 2.0) if quick else (15.0, 60.0)
     algos = ["grpo", "clipped"] if quick else sorted(ALGORITHMS)
-    verdicts = {
-        "sorting 3x5 GRPO >= 99% in 15 s": bench_small(seeds, small_budget),
-        "sorting 5x10 best >= 90% of ceiling": bench_large(seeds, large_budget, algos),
-        "maze >= 99% greedy success": bench_maze(seeds),
-        "ladder 6 rungs x 3 seeds in < 3 min": bench_ladder(seeds) if not quick else True,
+    parts = {
+        "small": ("sorting 3x5 GRPO >= 99% in 15 s", lambda: bench_small(seeds, small_budget)),
+        "large": ("sorting 5x10 best >= 90% of ceiling", lambda: bench_large(seeds, large_budget, algos)),
+        "maze": ("maze >= 99% greedy success", lambda: bench_maze(seeds)),
+        "ladder": ("ladder 6 rungs x 3 seeds in < 3 min", lambda: bench_ladder(seeds)),
     }
+    verdicts = {}
+    for key, (name, part) in parts.items():
+        if quick and key == "ladder":
+            continue
+        verdicts[name], record.figures[key] = part()
+    record.figures["targets"] = verdicts
     print("\nSummary")
     for name, ok in verdicts.items():
         print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    if save is not None:
+        record.save()
     return 0 if all(verdicts.values()) or quick else 1
 

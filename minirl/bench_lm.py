@@ -1,100 +1,218 @@
-"""``minirl bench --lm``: the language-model benchmark, measured on the machine it runs on.
+"""``minirl bench --lm``: the language-model benchmark, measured on the machine it runs on, over seeds.
 
-1. The tiny model (~1M parameters, built here) on text sorting: a supervised warm start, then GRPO with
-   the one loop; seconds per step (generation / update), response tokens per second, held-out greedy
-   accuracy before and after (target: >= 95%).
-2. SmolLM2-135M-Instruct (the shipped GGUF file) on text sorting of 3 single-digit numbers: held-out greedy
-   accuracy on 200 prompts before and after GRPO within a time budget (target: >= 90% within 20 minutes on
-   2 CPU cores), seconds per step split into generation and update, peak memory; and its base accuracy on
-   4 numbers (expect little: the base model almost never gets it right, so RL has nothing to amplify).
+1. **The tiny model** (~1M parameters, built here) on text sorting, with its recipe (``RUN_DEFAULTS["tiny"]``):
+   a supervised warm start, then GRPO with the one loop. The seeds run side by side, one process and one torch
+   thread each. Held-out greedy accuracy after the warm start and after GRPO (target: mean >= 95%).
+2. **SmolLM2-135M-Instruct** (the shipped GGUF file) on text sorting of 3 numbers 0-9, with the device's
+   recipe (``RUN_DEFAULTS["pretrained"]`` on a CPU, ``["pretrained-cuda"]`` on a GPU), one seed after the
+   other, each in a process of its own: greedy accuracy on the 200 held-out problems before, during and
+   after GRPO, the same on the problems whose answer never occurs in training, on 4 numbers (never trained
+   on), seconds per step split into generation and update, peak memory. Target: mean >= 90% after the
+   recipe's steps, which take at most 20 minutes of training on 2 CPU cores.
+3. **What the CPU recipe's choices buy** (on a CPU only): a few steps with every weight training, the KL term
+   to the initial model and a 16-token budget, against the recipe's steps; seconds per step of each.
+
+Two held-out sets, and which is which: "held-out problems" are 200 problems never sampled in training, but for
+3 numbers most of them are permutations of a training problem and share its sorted answer; "unseen answers" are
+every permutation of 20 sorted answers that never occur in training (``TextSortTask.n_unseen_answers``).
+
+``--save`` keeps every figure in ``results/bench_lm.json`` (``minirl.results``), from which README's tables are
+made.
 """
 
 from __future__ import annotations
 
+import concurrent.futures
+import multiprocessing
 import resource
 import time
+from typing import Any
 
+import numpy as np
 import torch
 
 from minirl.lm_train import RUN_DEFAULTS, lm_algorithm, make_lm_policy, model_kind, recipe_task, sft_warm_start
+from minirl.results import Record, history_figures
 from minirl.train import TrainConfig, evaluate, train
 
 __all__ = ["run_lm_benchmark"]
 
 HELD_OUT = 200
+TARGET_MINUTES = 20.0
 
 
-def _peak_memory_gb(device: torch.device) -> str:
+def _peak_memory_gb(device: torch.device) -> float:
     if device.type == "cuda":
-        return f"{torch.cuda.max_memory_allocated(device) / 2**30:.1f} GB GPU"
-    return f"{resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20:.1f} GB RSS"
+        return torch.cuda.max_memory_allocated(device) / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
-def _greedy(policy, task, n: int) -> tuple[float, float]:
+def _greedy(policy, task, n: int) -> dict[str, float]:
     ev = evaluate(policy, task, n, sampled=False)
-    return ev["greedy_exact"], ev.get("greedy_format", float("nan"))
+    return {k: v for k, v in ev.items() if k.endswith(("exact", "format"))}
 
 
-def _run(name: str, task, run: dict, steps: int, max_seconds: float | None, eval_prompts: int, seed: int = 0):
+def _one_run(name: str, run: dict[str, Any], steps: int, max_seconds: float | None, eval_prompts: int, seed: int,
+             progress: bool, four_numbers: bool) -> dict[str, Any]:
+    """One seed of a recipe, start to end: load, warm start, GRPO, evaluations; its figures."""
+    kind = "tiny" if name == "tiny" else model_kind(name)
+    task = recipe_task(kind)
     start = time.perf_counter()
     policy = make_lm_policy(name, seed=seed, max_new_tokens=run["max_new_tokens"],
                             trainable_layers=run["trainable_layers"])
-    load_seconds = time.perf_counter() - start
-    sft_seconds = 0.0
+    out: dict[str, Any] = {"load_seconds": time.perf_counter() - start, "sft_seconds": 0.0}
     if run["sft_steps"]:
         t = time.perf_counter()
         sft_warm_start(policy, task, run["sft_steps"], run["prompts_per_step"], run["sft_learning_rate"], seed=seed,
                        threads=run["threads"], progress=False)
-        sft_seconds = time.perf_counter() - t
-    before = _greedy(policy, task, eval_prompts)
+        out["sft_seconds"] = time.perf_counter() - t
     config = TrainConfig(task=task, algo=lm_algorithm("grpo", kl_coef=run["kl_coef"]), steps=steps, seed=seed,
                          prompts_per_step=run["prompts_per_step"], group_size=run["group_size"],
-                         learning_rate=run["learning_rate"], eval_every=0, eval_prompts=eval_prompts,
-                         eval_sampled=False, threads=run["threads"], max_seconds=max_seconds, progress=True)
+                         learning_rate=run["learning_rate"], eval_every=run["eval_every"], eval_prompts=eval_prompts,
+                         eval_sampled=False, threads=run["threads"], max_seconds=max_seconds, progress=progress)
     policy, history = train(config, policy)
-    after = history.evals[-1]["greedy_exact"], history.evals[-1].get("greedy_format", float("nan"))
-    return policy, history, {"load_s": load_seconds, "sft_s": sft_seconds, "before": before, "after": after,
-                             "memory": _peak_memory_gb(policy.device)}
+    out.update(history_figures(history))
+    if four_numbers:  # the trained model on 4 numbers, which it never saw (a 4-number answer needs 3 more tokens)
+        policy.max_new_tokens = run["max_new_tokens"] + 3
+        out["four_numbers"] = _greedy(policy, recipe_task(kind, n_numbers=4), eval_prompts)
+    out["peak_memory_gb"] = _peak_memory_gb(policy.device)
+    return out
 
 
-def _report(title: str, history, facts: dict) -> None:
-    steps = len(history)
+def _step_cost(name: str, run: dict[str, Any], steps: int, seed: int = 0) -> dict[str, float]:
+    """Seconds per step of ``run``: ``steps`` GRPO steps, the first left out (it warms up caches and kernels)."""
+    policy = make_lm_policy(name, seed=seed, max_new_tokens=run["max_new_tokens"],
+                            trainable_layers=run["trainable_layers"])
+    config = TrainConfig(task=recipe_task(model_kind(name)), algo=lm_algorithm("grpo", kl_coef=run["kl_coef"]),
+                         steps=steps, seed=seed, prompts_per_step=run["prompts_per_step"], group_size=run["group_size"],
+                         learning_rate=run["learning_rate"], eval_every=0, eval_prompts=1, eval_sampled=False,
+                         threads=run["threads"], progress=False)
+    _, history = train(config, policy)
+    gen, update = history["gen_seconds"][1:], history["update_seconds"][1:]
+    return {"s_per_step": float(np.mean(gen + update)), "gen_s_per_step": float(np.mean(gen)),
+            "update_s_per_step": float(np.mean(update)), "steps_timed": len(gen)}
+
+
+def _in_processes(fn, jobs: list[tuple], workers: int | None) -> list[dict[str, Any]]:
+    """``fn(*job)`` for every job: here when ``workers`` is None, else in fresh processes (spawned, so each has
+    its own torch threads and peak memory), at most ``workers`` at a time. Results in the order of ``jobs``."""
+    if workers is None:
+        return [fn(*job) for job in jobs]
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        return [f.result() for f in [pool.submit(fn, *job) for job in jobs]]
+
+
+def _spread(values: list[float]) -> dict[str, float]:
+    a = np.asarray(values, dtype=float)
+    return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
+            "min": float(a.min()), "max": float(a.max())}
+
+
+def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Mean and spread over seeds of what a run measured."""
+    first = [r["evals"][0] for r in runs]
+    last = [r["evals"][-1] for r in runs]
+    out: dict[str, Any] = {
+        "before": _spread([e["greedy_exact"] for e in first]),
+        "after": _spread([e["greedy_exact"] for e in last]),
+        "format_before": _spread([e.get("greedy_format", float("nan")) for e in first]),
+        "format_after": _spread([e.get("greedy_format", float("nan")) for e in last]),
+        "train_minutes": _spread([r["train_seconds"] / 60 for r in runs]),
+        "s_per_step": _spread([r["s_per_step"] for r in runs]),
+        "gen_s_per_step": _spread([r["gen_s_per_step"] for r in runs]),
+        "update_s_per_step": _spread([r["update_s_per_step"] for r in runs]),
+        "tokens_per_s": _spread([r["tokens_per_s"] for r in runs]),
+        "steps": _spread([r["steps"] for r in runs]),
+    }
+    if "unseen_greedy_exact" in last[0]:
+        out["unseen_before"] = _spread([e["unseen_greedy_exact"] for e in first])
+        out["unseen_after"] = _spread([e["unseen_greedy_exact"] for e in last])
+    if runs[0].get("sft_seconds"):
+        out["sft_minutes"] = _spread([r["sft_seconds"] / 60 for r in runs])
+    if "four_numbers" in runs[0]:
+        out["four_numbers_after"] = _spread([r["four_numbers"]["greedy_exact"] for r in runs])
+    return out
+
+
+def _pm(s: dict[str, float], fmt: str = "{:.1%}") -> str:
+    return f"{fmt.format(s['mean'])} ± {fmt.format(s['std'])}"
+
+
+def _report(title: str, runs: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     print(f"\n{title}")
-    print(f"  load {facts['load_s']:.1f} s; supervised warm start {facts['sft_s']:.0f} s")
-    print(f"  held-out greedy accuracy {facts['before'][0]:.1%} -> {facts['after'][0]:.1%} "
-          f"(answer in the asked form {facts['before'][1]:.0%} -> {facts['after'][1]:.0%})")
-    print(f"  {steps} GRPO steps in {history['wall_time'][-1] / 60:.1f} min: "
-          f"{history['wall_time'][-1] / steps:.2f} s/step = {history['gen_seconds'].mean():.2f} s generation + "
-          f"{history['update_seconds'].mean():.2f} s update; {history['tokens_per_second'].mean():.0f} response "
-          f"tokens/s; peak memory {facts['memory']}")
+    for r in runs:
+        first, last = r["evals"][0], r["evals"][-1]
+        unseen = (f"; unseen answers {first['unseen_greedy_exact']:.1%} -> {last['unseen_greedy_exact']:.1%}"
+                  if "unseen_greedy_exact" in last else "")
+        four = f"; 4 numbers {r['four_numbers']['greedy_exact']:.1%}" if "four_numbers" in r else ""
+        sft = f"warm start {r['sft_seconds'] / 60:.1f} min, " if r.get("sft_seconds") else ""
+        print(f"  seed {r['seed']}: held-out {first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}{unseen}{four}; "
+              f"{sft}{r['steps']} GRPO steps in {r['train_seconds'] / 60:.1f} min ({r['gen_s_per_step']:.2f} s "
+              f"generation + {r['update_s_per_step']:.2f} s update per step, {r['tokens_per_s']:.0f} response "
+              f"tokens/s), peak memory {r['peak_memory_gb']:.1f} GB")
+    print(f"  mean ± std over {len(runs)} seed(s): held-out {_pm(summary['before'])} -> {_pm(summary['after'])}"
+          + (f"; unseen answers {_pm(summary['unseen_before'])} -> {_pm(summary['unseen_after'])}"
+             if "unseen_after" in summary else ""))
 
 
-def run_lm_benchmark(quick: bool = False, minutes: float = 20.0) -> int:
-    """Run both parts; returns 0 when the targets are met (always 0 with ``quick``)."""
+def run_lm_benchmark(quick: bool = False, seeds: int = 3, minutes: float | None = None, save: str | None = None,
+                     workers: int = 0) -> int:
+    """Run the three parts; returns 0 when the targets are met (always 0 with ``quick``).
+
+    ``seeds``: seeds 0 .. seeds-1 of each recipe. ``minutes``: stop SmolLM2's training after this many minutes
+    (None: the recipe's steps). ``save``: a results name or path (``minirl.results``). ``workers``: tiny-model
+    processes side by side (0: one per core)."""
+    if seeds < 1:
+        raise ValueError(f"seeds must be >= 1; got {seeds}")
+    record = Record(save or "bench_lm", seeds=list(range(seeds)))
     tiny = RUN_DEFAULTS["tiny"]
-    small = {**tiny, "sft_steps": 10, "prompts_per_step": 4, "group_size": 4} if quick else tiny
-    task = recipe_task("tiny")
-    _, h_tiny, f_tiny = _run("tiny", task, small, 3 if quick else tiny["steps"], None, 20 if quick else HELD_OUT)
-    _report(f"1. Tiny model (~1M parameters), text sorting of 3 numbers 0-9: {small['sft_steps']} supervised steps, "
-            f"then GRPO (target: >= 95% held-out greedy accuracy)", h_tiny, f_tiny)
+    t_run = {**tiny, "sft_steps": 10, "prompts_per_step": 4, "group_size": 4, "eval_every": 0} if quick else tiny
+    t_steps, t_eval = (3, 20) if quick else (tiny["steps"], HELD_OUT)
+    n_workers = None if quick else min(seeds, workers or multiprocessing.cpu_count())
+    tiny_runs = _in_processes(_one_run, [("tiny", t_run, t_steps, None, t_eval, s, False, False)
+                                         for s in range(seeds)], n_workers)
+    tiny_summary = _summary(tiny_runs)
+    _report(f"1. Tiny model (~1M parameters), text sorting of 3 numbers 0-9: {t_run['sft_steps']} supervised "
+            f"steps, then {t_steps} GRPO steps (target: mean >= 95% held-out greedy accuracy)", tiny_runs, tiny_summary)
+    record.figures["tiny"] = {"settings": t_run, "summary": tiny_summary, "runs": tiny_runs}
 
     kind = model_kind("smollm2-135m")                # the GPU recipe when CUDA is available
     pre = RUN_DEFAULTS[kind]
-    run = {**pre, "prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8} if quick else pre
-    task3 = recipe_task(kind)
-    # The recipe's steps (its cosine schedule decays to 0 at the last), stopped early at the time budget.
-    steps, budget, n_eval = (2, None, 4) if quick else (pre["steps"], 60.0 * minutes, HELD_OUT)
-    policy, h_smol, f_smol = _run("smollm2-135m", task3, run, steps, budget, n_eval)
-    _report(f"2. SmolLM2-135M-Instruct, text sorting of 3 numbers 0-9, {pre['few_shot']}-shot prompt, GRPO for at "
-            f"most {minutes:.0f} min (target: >= 90% held-out greedy accuracy)", h_smol, f_smol)
-    task4 = recipe_task(kind, n_numbers=4)
-    del policy
-    base4 = _greedy(make_lm_policy("smollm2-135m", max_new_tokens=run["max_new_tokens"] + 3), task4, n_eval)
-    print(f"  4 numbers, the base model: held-out greedy accuracy {base4[0]:.1%} (form {base4[1]:.0%})")
+    s_run = {**pre, "prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "eval_every": 0} if quick else pre
+    s_steps, s_eval = (2, 4) if quick else (pre["steps"], HELD_OUT)
+    budget = None if minutes is None else 60.0 * minutes
+    smol_runs = _in_processes(_one_run, [("smollm2-135m", s_run, s_steps, budget, s_eval, s, not quick, True)
+                                         for s in range(seeds)], None if quick else 1)
+    smol_summary = _summary(smol_runs)
+    base4 = _greedy(make_lm_policy("smollm2-135m", max_new_tokens=s_run["max_new_tokens"] + 3),
+                    recipe_task(kind, n_numbers=4), s_eval)
+    smol_summary["four_numbers_before"] = base4
+    _report(f"2. SmolLM2-135M-Instruct ({kind} recipe), text sorting of 3 numbers 0-9, {pre['few_shot']}-shot "
+            f"prompt, {s_steps} GRPO steps (target: mean >= 90% held-out greedy accuracy within "
+            f"{TARGET_MINUTES:.0f} min of training)", smol_runs, smol_summary)
+    print(f"  4 numbers (never trained on): the base model {base4['greedy_exact']:.1%}, after training "
+          f"{_pm(smol_summary['four_numbers_after'])}")
+    record.figures["smollm2"] = {"recipe": kind, "settings": s_run, "summary": smol_summary, "runs": smol_runs}
 
-    ok = {"tiny >= 95%": f_tiny["after"][0] >= 0.95,
-          f"SmolLM2 >= 90% in {minutes:.0f} min": f_smol["after"][0] >= 0.90}
+    if kind == "pretrained" and not quick:
+        every = {**pre, "trainable_layers": None, "kl_coef": 0.02, "max_new_tokens": 16}
+        costs = {"recipe": _in_processes(_step_cost, [("smollm2-135m", pre, 4)], 1)[0],
+                 "every_weight_kl_16_tokens": _in_processes(_step_cost, [("smollm2-135m", every, 4)], 1)[0]}
+        print("\n3. What the CPU recipe's choices buy: seconds per step (steps 2-4 of 4)")
+        for label, c in costs.items():
+            print(f"  {label:28} {c['s_per_step']:.1f} s/step = {c['gen_s_per_step']:.1f} s generation + "
+                  f"{c['update_s_per_step']:.1f} s update")
+        record.figures["step_cost"] = costs
+
+    within = [r["train_seconds"] <= 60 * TARGET_MINUTES for r in smol_runs]
+    ok = {"tiny: mean >= 95%": tiny_summary["after"]["mean"] >= 0.95,
+          f"SmolLM2: mean >= 90% within {TARGET_MINUTES:.0f} min of training":
+              smol_summary["after"]["mean"] >= 0.90 and all(within)}
+    record.figures["targets"] = ok
     print("\nSummary")
     for name, passed in ok.items():
         print(f"  {'PASS' if passed else 'FAIL'}  {name}")
+    if save is not None:
+        record.save()
     return 0 if quick or all(ok.values()) else 1

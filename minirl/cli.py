@@ -218,12 +218,15 @@ def _layers(text: str) -> int | str:
     return n
 
 
-def _make_text_task(args: argparse.Namespace, few_shot: int, system: str | None):
+def _make_text_task(args: argparse.Namespace, run: dict):
+    """The text task of the command line, with the recipe's prompt (worked examples, system message) and its
+    held-out answers."""
     from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
+    common = dict(few_shot=run["few_shot"], system=run["system"], n_unseen_answers=run["unseen_answers"])
     if args.task == "text_sort":
-        return TextSortTask(n_numbers=args.length, max_value=args.max_value, few_shot=few_shot, system=system)
-    return TextAdditionTask(digits=args.digits, few_shot=few_shot, system=system)
+        return TextSortTask(n_numbers=args.length, max_value=args.max_value, **common)
+    return TextAdditionTask(digits=args.digits, **common)
 
 
 def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
@@ -233,7 +236,7 @@ def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, 
     from minirl.train import train
 
     run = text_run_settings(args)
-    task = _make_text_task(args, run["few_shot"], run["system"])
+    task = _make_text_task(args, run)
     start = time.perf_counter()
     policy = make_lm_policy(args.model, seed=seed, max_new_tokens=run["max_new_tokens"], device=args.device,
                             trainable_layers=run["trainable_layers"])
@@ -251,10 +254,12 @@ def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, 
                          **{**recipe, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)})
     _, history = train(config, policy)
     first, last = history.evals[0], history.evals[-1]
+    unseen = (f", unseen answers {first['unseen_greedy_exact']:.1%} -> {last['unseen_greedy_exact']:.1%}"
+              if "unseen_greedy_exact" in last else "")
     summary = (f"{algo:>12} seed {seed} on {args.model}: {len(history)} steps in {history['wall_time'][-1]:.0f} s "
                f"({history['gen_seconds'].mean():.1f} s generation + {history['update_seconds'].mean():.1f} s update "
                f"per step), reward {history.last('reward', 5):.2f}, held-out greedy accuracy "
-               f"{first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}, format "
+               f"{first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}{unseen}, format "
                f"{first.get('greedy_format', float('nan')):.0%} -> {last.get('greedy_format', float('nan')):.0%}")
     return history, summary
 
@@ -322,10 +327,31 @@ def _run(args: argparse.Namespace, algos: list[str], seeds: list[int]) -> dict[s
     return {labels[algo]: histories for algo, histories in runs.items()}
 
 
+def _save_runs(args: argparse.Namespace, record, runs: dict[str, list[History]]) -> None:
+    """With ``--save``: every run's figures (``minirl.results.history_figures``) in a results file."""
+    if record is None:
+        return
+    from minirl.results import history_figures
+
+    record.figures.update({"task": args.task, **({"model": args.model} if _is_text(args.task) else {}),
+                           "runs": {label: [history_figures(h) for h in hs] for label, hs in runs.items()}})
+    record.save()
+
+
+def _record(args: argparse.Namespace, seeds: list[int], default_name: str):
+    """A ``minirl.results.Record`` named by ``--save`` (or ``default_name``), started now; None without ``--save``."""
+    from minirl.results import Record
+
+    return Record(_save_name(args.save, default_name), seeds=seeds) if args.save is not None else None
+
+
 # ---- the commands ---------------------------------------------------------------------------------------------
 
 def cmd_train(args: argparse.Namespace) -> int:
+    what = Path(args.model).name if _is_text(args.task) else args.algo
+    record = _record(args, [args.seed], f"train_{args.task}_{what}_seed{args.seed}")
     runs = _run(args, [args.algo], [args.seed])
+    _save_runs(args, record, runs)
     if args.plot:
         _plot(runs, args.task, args.plot)
     return 0
@@ -338,7 +364,9 @@ def cmd_compare(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise SystemExit("minirl: --seeds must be >= 1")
     start = time.perf_counter()
+    record = _record(args, list(range(args.seeds)), f"compare_{args.task}")
     runs = _run(args, algos, list(range(args.seeds)))
+    _save_runs(args, record, runs)
     metric = "greedy_success" if _is_maze(args.task) else "greedy_exact"
     finals = ", ".join(f"{label} {sum(h.evals[-1][metric] for h in hs) / len(hs):.1%}" for label, hs in runs.items())
     print(f"compared {len(algos)} algorithms x {args.seeds} seeds on {args.task} in "
@@ -363,32 +391,53 @@ def cmd_ladder(args: argparse.Namespace) -> int:
           f"{settings['steps']} steps of {settings['prompts_per_step']} prompts x {settings['group_size']} responses, "
           f"{args.workers or os.cpu_count()} process(es)", flush=True)
     start = time.perf_counter()
+    record = _record(args, list(range(args.seeds)), "ladder")
     runs = run_all(ladder_configs(args.seeds, **settings), workers=args.workers, progress=not args.no_progress,
                    on_done=lambda rung, h: print(run_summary("sorting", rung, h), flush=True))
-    print(f"\n{len(LADDER_RUNGS)} rungs x {args.seeds} seeds in {time.perf_counter() - start:.0f} s. What each knob "
+    elapsed = time.perf_counter() - start
+    print(f"\n{len(LADDER_RUNGS)} rungs x {args.seeds} seeds in {elapsed:.0f} s. What each knob "
           f"bought (mean ± std over seeds):\n{ladder_summary(runs)}")
+    if record is not None:
+        from minirl.compare import ladder_figures
+
+        record.figures.update({"settings": settings, "workers": args.workers or os.cpu_count(),
+                               "seconds": elapsed, **ladder_figures(runs)})
+        record.save()
     if args.plot:
         _save(plot_ladder(runs), args.plot)
     return 0
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.seeds < 1:
+        raise SystemExit("minirl: --seeds must be >= 1")
     if args.trl:
         from minirl.bench_trl import run_trl_benchmark
 
-        return run_trl_benchmark(quick=args.quick)
+        return run_trl_benchmark(quick=args.quick, seeds=args.seeds, save=_save_name(args.save, "bench_trl"))
     if args.lm:
         from minirl.bench_lm import run_lm_benchmark
 
-        return run_lm_benchmark(quick=args.quick, minutes=args.minutes)
+        return run_lm_benchmark(quick=args.quick, seeds=args.seeds, minutes=args.minutes,
+                                save=_save_name(args.save, "bench_lm"))
     from minirl.bench import run_benchmark
 
-    return run_benchmark(quick=args.quick, seeds=args.seeds)
+    return run_benchmark(quick=args.quick, seeds=args.seeds, save=_save_name(args.save, "bench"))
+
+
+def _save_name(flag: str | None, default: str) -> str | None:
+    """``--save`` absent: None; ``--save`` alone: the command's default name; ``--save NAME``: NAME."""
+    return None if flag is None else (flag or default)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="minirl", description="Reinforcement learning for LLMs, from scratch.")
     sub = parser.add_subparsers(dest="command", required=True)
+
+    def add_save(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--save", nargs="?", const="", default=None, metavar="NAME",
+                       help="keep the measured figures with their command, commit, machine and seeds in "
+                            "results/NAME.json (a path ending in .json also works; NAME defaults to the command's)")
 
     def add_common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--task", choices=TASKS, default="sorting")
@@ -399,6 +448,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "--set clip_eps_high=0.28; repeatable")
         p.add_argument("--workers", type=int, default=0,
                        help="toy tasks: runs training side by side in separate processes (0 = one per CPU core)")
+        add_save(p)
         seen: set[str] = set()
         add_config_flags(p.add_argument_group("training (TrainConfig: sorting and text tasks)"), TrainConfig,
                          TRAIN_FLAGS_EXCLUDED, seen)
@@ -442,14 +492,17 @@ def build_parser() -> argparse.ArgumentParser:
     p_ladder.add_argument("--workers", type=int, default=0, help="processes side by side (0 = one per CPU core)")
     p_ladder.add_argument("--plot", default=None, help="save the four-panel figure to this PNG")
     p_ladder.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    add_save(p_ladder)
     p_ladder.set_defaults(func=cmd_ladder)
 
     p_bench = sub.add_parser("bench", help="the acceptance benchmark: print a table of measured figures")
-    p_bench.add_argument("--seeds", type=int, default=3)
+    p_bench.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1 of every measured run")
     p_bench.add_argument("--quick", action="store_true", help="a much shorter run (for smoke tests)")
     p_bench.add_argument("--lm", action="store_true",
-                         help="the language-model benchmark: the tiny model's speed, SmolLM2 before/after GRPO")
-    p_bench.add_argument("--minutes", type=float, default=20.0, help="--lm: SmolLM2's training budget")
+                         help="the language-model benchmark: the tiny model's and SmolLM2's recipes over seeds")
+    p_bench.add_argument("--minutes", type=float, default=None,
+                         help="--lm: stop SmolLM2's training after this many minutes (default: the recipe's steps)")
+    add_save(p_bench)
     p_bench.add_argument("--trl", action="store_true",
                          help="minirl and TRL's GRPOTrainer side by side on the same run (needs the trl extra)")
     p_bench.set_defaults(func=cmd_bench)

@@ -30,7 +30,8 @@ from tqdm.auto import tqdm
 from minirl.algorithms import ALGORITHMS, AlgoConfig
 from minirl.history import History
 
-__all__ = ["LADDER_RUNGS", "ladder_configs", "ladder_summary", "plot_ladder", "run_all", "run_one_config"]
+__all__ = ["LADDER_RUNGS", "ladder_configs", "ladder_figures", "ladder_summary", "plot_ladder", "run_all",
+           "run_one_config"]
 
 LADDER_RUNGS = ("naive", "baselined", "normalized", "unclipped", "clipped", "clipped_entropy")
 LADDER_SETTINGS = dict(steps=600, prompts_per_step=16, group_size=8, learning_rate=0.01, eval_every=30,
@@ -198,6 +199,23 @@ def ladder_summary(runs: Mapping[str, Sequence[History]], gain: float = GAIN) ->
                      + " of groups all-equal over the first half of training, against "
                      + ", ".join(f"{n} {first_half[n]:.0%}" for n in plateau) + ".")
     return "\n".join(lines)
+
+
+def ladder_figures(runs: Mapping[str, Sequence[History]]) -> dict:
+    """What ``ladder_summary`` reads off the runs, as numbers for a results record: per rung its knob, greedy
+    accuracy (final mean and std over seeds, mean after a tenth of the samples), the all-equal groups at the end
+    (last 5% of steps) and over the first half, the samples drawn; and the printed summary itself."""
+    names = list(runs)
+    labels = _knob_labels(names)
+    rungs = {}
+    for n in names:
+        final = _final(runs[n])
+        rungs[n] = {"knob": labels[n], "final_mean": float(final.mean()), "final_std": float(final.std()),
+                    "early_mean": float(_early(runs[n]).mean()),
+                    "all_equal_end": _mean(runs[n], "zero_variance_groups", 0.05),
+                    "all_equal_first_half": _mean(runs[n], "zero_variance_groups", 0.5, first=True),
+                    "samples": int(runs[n][0]["samples"][-1])}
+    return {"rungs": rungs, "summary": ladder_summary(runs)}
 
 
 def plot_ladder(runs: Mapping[str, Sequence[History]], title: str = "The policy-gradient ladder, sorting 3 numbers"):

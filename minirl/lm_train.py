@@ -80,43 +80,43 @@ def sft_warm_start(
 
 # Run sizes for each kind of model, used by ``minirl train --task text_sort``, the benchmark and the
 # notebooks. ``sft_steps`` of supervised warm start come first; ``trainable_layers`` (None: all) is
-# ``CausalLMPolicy.train_top_layers``; ``kl_coef`` replaces ``LM_CHANGES``'s. See README for the measured runs.
+# ``CausalLMPolicy.train_top_layers``; ``kl_coef`` replaces ``LM_CHANGES``'s; ``unseen_answers`` is the task's
+# ``n_unseen_answers`` (whole answers held out of training: a second, harder held-out set). What each recipe
+# measured is in README, "Measured figures: the language-model stage" (generated from results/).
 RUN_DEFAULTS: dict[str, dict[str, Any]] = {
-    # The tiny model: 1000 supervised steps (0% -> 92.5% held-out greedy, seed 0), then GRPO at a gentle
-    # learning rate (-> 96%); after only 350 supervised steps GRPO ended near 90% (README).
+    # The tiny model: a long supervised warm start (it starts from random weights), then GRPO at a gentle
+    # learning rate (README, "The tiny model").
     "tiny": dict(system=None, learning_rate=3e-4, steps=150, prompts_per_step=16, group_size=8, max_new_tokens=10,
                  sft_steps=1000, sft_learning_rate=1.5e-3, few_shot=0, eval_prompts=200, eval_every=25, threads=1,
-                 trainable_layers=None, kl_coef=0.02),
-    # SmolLM2 on a CPU: one worked example and a short system message (instead of its ~20-token default)
-    # keep the prompt near 90 tokens (62 of them the same in every prompt, run once per batch); 8 prompts x
-    # 8 responses per step. What makes a step affordable on 2 cores (~16 s instead of ~41 s): only the top
-    # 10 of the 30 blocks train (the backward pass stops there), no KL term (no reference forward pass), a
-    # 10-token budget (a 3-number answer is 8) and the shared prompt cache. Training fewer weights also
-    # tolerates a 5x larger learning rate. Measured on 2 cores, 200 held-out prompts: seed 0 25.5% -> 91.5%
-    # at step 40 -> 96% at step 80, seed 1 -> 87% -> 95%; `minirl bench --lm` 25.5% -> 96% in its 20-minute
-    # budget (77 steps). Cosine over 50 steps ended at 86.5%, over 70 at 88.5% (README).
-    # With every weight training (lr 2e-5, KL 0.02, ~41 s a step) it was 28% -> 68% in 30 steps, and lr
-    # 5e-5 fell into copying the numbers unsorted (22%: right for the prompts already in order) (README).
+                 trainable_layers=None, kl_coef=0.02, unseen_answers=20),
+    # SmolLM2 on a CPU: one worked example and a short system message (instead of its ~20-token default) keep
+    # the prompt short, and the part every prompt shares runs once per batch. What makes a step affordable on 2
+    # cores: only the top 10 of the 30 blocks train (the backward pass stops there), no KL term (no reference
+    # forward pass), a 10-token budget (a 3-number answer is 8 tokens with its end token) and the shared prompt
+    # cache. Training fewer weights also tolerates a larger learning rate (README, "SmolLM2 on 2 CPU cores").
     "pretrained": dict(learning_rate=1e-4, steps=80, prompts_per_step=8, group_size=8, max_new_tokens=10,
                        sft_steps=0, sft_learning_rate=1e-5, few_shot=1, system="You sort numbers.",
-                       eval_prompts=100, eval_every=25, threads=None, trainable_layers=10, kl_coef=0.0),
-    # The same on a GPU (bfloat16 autocast): 8 times the samples per step, a smaller learning rate,
-    # ~1 s per step on an H100 (measured 26.5% -> 94.5% held-out greedy accuracy in 30 steps, README).
+                       eval_prompts=200, eval_every=20, threads=None, trainable_layers=10, kl_coef=0.0,
+                       unseen_answers=20),
+    # The same on a GPU (bfloat16 autocast): 8 times the samples per step, every weight training, a smaller
+    # learning rate and the KL leash (README, "SmolLM2 on a GPU").
     "pretrained-cuda": dict(learning_rate=3e-5, steps=30, prompts_per_step=32, group_size=16, max_new_tokens=16,
                             sft_steps=0, sft_learning_rate=1e-5, few_shot=1, system="You sort numbers.",
-                            eval_prompts=200, eval_every=5, threads=None, trainable_layers=None, kl_coef=0.02),
+                            eval_prompts=200, eval_every=5, threads=None, trainable_layers=None, kl_coef=0.02,
+                            unseen_answers=20),
 }
 
 
 def recipe_task(kind: str = "pretrained", n_numbers: int = 3, max_value: int = 9):
     """The text-sorting task with the prompt of ``RUN_DEFAULTS[kind]`` (its worked examples and system
-    message): sort ``n_numbers`` numbers from 0 to ``max_value``."""
+    message) and its held-out answers: sort ``n_numbers`` numbers from 0 to ``max_value``."""
     from toy_envs.text_tasks import TextSortTask
 
     if kind not in RUN_DEFAULTS:
         raise ValueError(f"kind must be one of {sorted(RUN_DEFAULTS)}; got {kind!r}")
     run = RUN_DEFAULTS[kind]
-    return TextSortTask(n_numbers=n_numbers, max_value=max_value, few_shot=run["few_shot"], system=run["system"])
+    return TextSortTask(n_numbers=n_numbers, max_value=max_value, few_shot=run["few_shot"], system=run["system"],
+                        n_unseen_answers=run["unseen_answers"])
 
 
 def model_kind(name_or_path: str, device: str | torch.device | None = None) -> str:

@@ -1,0 +1,82 @@
+"""Results records (minirl.results): one JSON per measurement, with the command, commit, machine and load."""
+
+import json
+
+import pytest
+
+from minirl.history import History
+from minirl.results import Record, history_figures, load, notebook_banner, record, results_path, show, summary_line
+
+
+def test_a_record_keeps_its_figures_and_provenance(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    rec = Record("demo", command="minirl demo --seeds 2", seeds=[0, 1])
+    rec.figures["accuracy"] = {"before": 0.25, "after": float("nan")}
+    path = rec.save()
+    assert path == tmp_path / "demo.json" == results_path("demo")
+    data = json.loads(path.read_text())
+    assert data["command"] == "minirl demo --seeds 2" and data["seeds"] == [0, 1]
+    assert data["figures"] == {"accuracy": {"before": 0.25, "after": None}}  # NaN is not JSON: None
+    assert len(data["commit"]) == 40 and isinstance(data["dirty"], list)
+    assert data["machine"]["cores"] >= 1 and data["machine"]["torch"]
+    others = data["load"]["others_busy"]
+    assert others is None or 0.0 <= others <= 1.0
+    assert data["date"].endswith("Z") and data["duration_s"] >= 0
+    assert load("demo") == data
+    line = summary_line(data)
+    assert data["commit"][:7] in line and "minirl demo --seeds 2" in line
+    assert not list(tmp_path.glob(".*.tmp"))  # written through a temporary file, renamed
+
+
+def test_show_prints_the_provenance_and_missing_records_name_the_file(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    Record("demo", command="cmd").save()
+    show("demo")
+    assert "results/demo.json" in capsys.readouterr().out
+    with pytest.raises(FileNotFoundError, match="no results file .*missing.json"):
+        load("missing")
+    with pytest.raises(ValueError, match="name must be a short file name"):
+        Record("a b")
+
+
+def test_history_figures_summarise_a_run():
+    h = History(label="grpo", seed=1)
+    for step in range(1, 11):
+        h.log(step=step, reward=step / 10, wall_time=2.0 * step, gen_seconds=0.5, update_seconds=1.5,
+              tokens_per_second=100.0, zero_variance_groups=0.25)
+    h.log_eval(step=10, greedy_exact=0.9)
+    f = history_figures(h)
+    assert f["steps"] == 10 and f["train_seconds"] == 20.0 and f["s_per_step"] == 2.0
+    assert f["gen_s_per_step"] == 0.5 and f["update_s_per_step"] == 1.5 and f["tokens_per_s"] == 100.0
+    assert f["reward_last5"] == pytest.approx(0.8, rel=1e-12)  # mean of 0.6..1.0 in float64
+    assert f["evals"] == [{"step": 10.0, "greedy_exact": 0.9}]
+
+
+def test_notebook_record_and_banner(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    scratch = tmp_path / "scratch.json"
+    monkeypatch.setenv("MINIRL_RECORD", str(scratch))
+    record(accuracy=0.5, curve=[1, 2])
+    assert json.loads(scratch.read_text())["accuracy"] == 0.5
+    monkeypatch.setenv("MINIRL_FAST", "1")
+    notebook_banner("42")
+    out = capsys.readouterr().out
+    assert "fast mode (MINIRL_FAST=1)" in out and "no stored record yet" in out
+    Record("notebook_42_full_cpu", command="python -m minirl.results notebook x").save()
+    notebook_banner("42")
+    assert "results/notebook_42_full_cpu.json" in capsys.readouterr().out
+
+
+def test_ladder_and_train_save_their_figures(tmp_path, monkeypatch):
+    from minirl.cli import main
+
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    assert main(["ladder", "--seeds", "1", "--steps", "4", "--workers", "1", "--no-progress", "--save"]) == 0
+    ladder = load("ladder")
+    assert set(ladder["figures"]["rungs"]) == {"naive", "baselined", "normalized", "unclipped", "clipped",
+                                               "clipped_entropy"}
+    assert "greedy accuracy" in ladder["figures"]["summary"] and ladder["seeds"] == [0]
+    assert main(["train", "--task", "sorting", "--steps", "3", "--eval-every", "0", "--no-progress",
+                 "--save", "mine"]) == 0
+    run = load("mine")["figures"]["runs"]["grpo"][0]
+    assert run["steps"] == 3 and run["evals"][-1]["step"] == 3.0
