@@ -160,62 +160,67 @@ def _why_no_gain(algo: AlgoConfig, below: AlgoConfig, runs: Mapping[str, Sequenc
     return "within the spread over seeds"
 
 
-def ladder_summary(runs: Mapping[str, Sequence[History]], gain: float = GAIN) -> str:
-    """One paragraph per rung, in the order of ``runs``: the knob it adds, its greedy accuracy (final, and after
-    a tenth of the samples) as mean ± std over seeds, the fraction of all-equal groups at the end, and a verdict
-    against the rung above it: the lift in points, or, below ``gain``, a measured reason."""
+def _ladder_rows(runs: Mapping[str, Sequence[History]], gain: float = GAIN) -> tuple[list[dict], list[str]]:
+    """Per rung (in the order of ``runs``): its figures, its summary line and verdict; then the closing remarks."""
     names = list(runs)
     labels = _knob_labels(names)
     final = {n: _final(runs[n]) for n in names}
     early = {n: _early(runs[n]) for n in names}
     stuck = {n: _mean(runs[n], "zero_variance_groups", 0.05) for n in names}  # all-equal groups at the end
-    lines = []
+    rows = []
     for i, name in enumerate(names):
         samples = int(runs[name][0]["samples"][-1])
-        line = (f"{labels[name]:<48} greedy accuracy {final[name].mean():6.1%} ± {final[name].std():4.1%} after "
-                f"{samples:,} samples ({early[name].mean():5.1%} after a tenth); all-equal groups at the end "
-                f"{stuck[name]:4.0%}")
+        row = {"rung": name, "knob": labels[name], "final_mean": float(final[name].mean()),
+               "final_std": float(final[name].std()), "early_mean": float(early[name].mean()),
+               "all_equal_end": stuck[name],
+               "all_equal_first_half": _mean(runs[name], "zero_variance_groups", 0.5, first=True),
+               "samples": samples, "verdict": None}
+        row["line"] = (f"{labels[name]:<48} greedy accuracy {final[name].mean():6.1%} ± {final[name].std():4.1%} "
+                       f"after {samples:,} samples ({early[name].mean():5.1%} after a tenth); all-equal groups at "
+                       f"the end {stuck[name]:4.0%}")
         if i:
             below = names[i - 1]
             lift = final[name].mean() - final[below].mean()
             early_lift = early[name].mean() - early[below].mean()
+            row["lift"] = float(lift)
             if lift > gain:
-                verdict = f"helps: {lift * 100:+.1f} points at the end ({early_lift * 100:+.1f} after a tenth)"
+                row["verdict"] = f"helps: {lift * 100:+.1f} points at the end ({early_lift * 100:+.1f} after a tenth)"
             else:
-                verdict = (f"no gain at the end ({lift * 100:+.1f} points; {early_lift * 100:+.1f} after a tenth): "
-                           f"{_why_no_gain(ALGORITHMS[name], ALGORITHMS[below], runs)}")
-            line += f"\n{'':<4}{verdict}"
-        lines.append(line)
+                row["verdict"] = (f"no gain at the end ({lift * 100:+.1f} points; {early_lift * 100:+.1f} after a "
+                                  f"tenth): {_why_no_gain(ALGORITHMS[name], ALGORITHMS[below], runs)}")
+        rows.append(row)
+    remarks = []
     plateau = [n for n in names if stuck[n] > 0.9 and final[n].mean() < 0.95]
     if plateau:
-        lines.append(f"Plateaus: {', '.join(plateau)} end below 95% with over 90% of groups all-equal: the policy "
-                     f"samples the same answer to a prompt every time, right or wrong, so every advantage is 0 and "
-                     f"learning stops.")
+        remarks.append(f"Plateaus: {', '.join(plateau)} end below 95% with over 90% of groups all-equal: the policy "
+                       f"samples the same answer to a prompt every time, right or wrong, so every advantage is 0 and "
+                       f"learning stops.")
     lively = [n for n in names if ALGORITHMS[n].entropy_coef > 0 and n not in plateau]
     if plateau and lively:
         first_half = {n: _mean(runs[n], "zero_variance_groups", 0.5, first=True) for n in lively + plateau}
-        lines.append(f"With an entropy bonus ({', '.join(lively)}) the policy keeps sampling alternatives while it "
-                     f"learns: " + ", ".join(f"{n} {first_half[n]:.0%}" for n in lively)
-                     + " of groups all-equal over the first half of training, against "
-                     + ", ".join(f"{n} {first_half[n]:.0%}" for n in plateau) + ".")
-    return "\n".join(lines)
+        remarks.append(f"With an entropy bonus ({', '.join(lively)}) the policy keeps sampling alternatives while it "
+                       f"learns: " + ", ".join(f"{n} {first_half[n]:.0%}" for n in lively)
+                       + " of groups all-equal over the first half of training, against "
+                       + ", ".join(f"{n} {first_half[n]:.0%}" for n in plateau) + ".")
+    return rows, remarks
+
+
+def ladder_summary(runs: Mapping[str, Sequence[History]], gain: float = GAIN) -> str:
+    """One paragraph per rung, in the order of ``runs``: the knob it adds, its greedy accuracy (final, and after
+    a tenth of the samples) as mean ± std over seeds, the fraction of all-equal groups at the end, and a verdict
+    against the rung above it: the lift in points, or, below ``gain``, a measured reason."""
+    rows, remarks = _ladder_rows(runs, gain)
+    lines = [row["line"] + (f"\n{'':<4}{row['verdict']}" if row["verdict"] else "") for row in rows]
+    return "\n".join(lines + remarks)
 
 
 def ladder_figures(runs: Mapping[str, Sequence[History]]) -> dict:
-    """What ``ladder_summary`` reads off the runs, as numbers for a results record: per rung its knob, greedy
-    accuracy (final mean and std over seeds, mean after a tenth of the samples), the all-equal groups at the end
-    (last 5% of steps) and over the first half, the samples drawn; and the printed summary itself."""
-    names = list(runs)
-    labels = _knob_labels(names)
-    rungs = {}
-    for n in names:
-        final = _final(runs[n])
-        rungs[n] = {"knob": labels[n], "final_mean": float(final.mean()), "final_std": float(final.std()),
-                    "early_mean": float(_early(runs[n]).mean()),
-                    "all_equal_end": _mean(runs[n], "zero_variance_groups", 0.05),
-                    "all_equal_first_half": _mean(runs[n], "zero_variance_groups", 0.5, first=True),
-                    "samples": int(runs[n][0]["samples"][-1])}
-    return {"rungs": rungs, "summary": ladder_summary(runs)}
+    """What ``ladder_summary`` reads off the runs, for a results record: per rung its knob, greedy accuracy
+    (final mean and std over seeds, mean after a tenth of the samples), the all-equal groups at the end (last 5%
+    of steps) and over the first half, the samples drawn and the verdict; the closing remarks; the summary."""
+    rows, remarks = _ladder_rows(runs)
+    return {"rungs": {row["rung"]: {k: v for k, v in row.items() if k not in ("rung", "line")} for row in rows},
+            "remarks": remarks, "summary": ladder_summary(runs)}
 
 
 def plot_ladder(runs: Mapping[str, Sequence[History]], title: str = "The policy-gradient ladder, sorting 3 numbers"):
