@@ -19,7 +19,8 @@ Writing one::
 
 The commands that measure write one with ``--save`` (``minirl bench``, ``bench --lm``, ``bench --trl``,
 ``ladder``, ``train``), and ``python -m minirl.results notebook solutions/NN_*.ipynb`` runs a notebook in
-full mode and keeps the figures its cells ``record(...)``. ``python -m minirl.results show NAME`` prints one;
+full mode and keeps the figures its cells ``record(...)`` (``--fast``: runs it in fast mode and stores its outputs,
+as the notebooks are shipped). ``python -m minirl.results show NAME`` prints one;
 README's measured sections are generated from these files (``python -m minirl.report``).
 """
 
@@ -162,12 +163,21 @@ class _LoadMeter:
 
 
 def _command_line() -> str:
-    argv = list(sys.argv)
-    prog = Path(argv[0]).name if argv else "python"
-    if prog == "minirl" or prog.startswith("minirl"):
+    """The command line of this process as a person would type it: ``minirl ...``, ``python -m minirl.x ...``
+    or ``python path/to/script.py ...`` (relative to the repository)."""
+    argv = list(sys.argv) or ["python"]
+    first = Path(argv[0])
+    if first.name == "minirl":
         argv[0] = "minirl"
-    elif argv and argv[0].endswith(".py"):
-        argv = ["python", os.path.relpath(argv[0], REPO_ROOT) if Path(argv[0]).is_absolute() else argv[0], *argv[1:]]
+    elif first.suffix == ".py":
+        resolved = first.resolve()
+        package = REPO_ROOT / "minirl"
+        if resolved.is_relative_to(package):
+            module = ".".join(resolved.relative_to(REPO_ROOT).with_suffix("").parts)
+            argv = ["python", "-m", module.removesuffix(".__main__"), *argv[1:]]
+        else:
+            shown = os.path.relpath(resolved, REPO_ROOT) if resolved.is_relative_to(REPO_ROOT) else argv[0]
+            argv = ["python", shown, *argv[1:]]
     return shlex.join(argv)
 
 
@@ -360,11 +370,13 @@ def notebook_banner(number: str) -> None:
         print("Full mode has no stored record yet.")
 
 
-def _execute_notebook(path: Path, env: dict[str, str], timeout: int) -> None:
-    import nbformat
+def _execute_notebook(path: Path, env: dict[str, str], timeout: int):
+    """Run every cell of ``path`` in a fresh ``python3`` kernel with ``env`` added; returns the executed notebook."""
     from nbclient import NotebookClient
 
-    nb = nbformat.read(path, as_version=4)
+    from minirl.course import read_notebook
+
+    nb = read_notebook(path)
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -376,6 +388,42 @@ def _execute_notebook(path: Path, env: dict[str, str], timeout: int) -> None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+    return nb
+
+
+def _without_run_state(nb):
+    """The executed notebook without what changes every run and means nothing to a reader: per-cell execution
+    timestamps and the notebook's stored widget state (progress bars)."""
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        cell.get("metadata", {}).pop("execution", None)
+        for output in cell.get("outputs", []):
+            output.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
+        if cell.get("cell_type") == "code":
+            cell["outputs"] = [o for o in cell.get("outputs", [])
+                               if o.get("output_type") != "display_data" or o.get("data")]
+    return nb
+
+
+def run_notebooks_fast(notebooks: list[str | Path], timeout: int = 600) -> Path:
+    """Execute notebooks in fast mode (``MINIRL_FAST=1``, as the tests run them), store their outputs in place
+    (without timestamps or widget state), and keep how long each took in ``results/notebooks_fast.json``
+    (merged with the times already there). Rebuild the learner notebooks afterwards (``python -m minirl.course
+    build``)."""
+    from minirl.course import normalise_solution, notebook_text
+
+    rec = Record("notebooks_fast", command=_command_line())
+    previous = results_path("notebooks_fast")
+    if previous.exists():
+        rec.figures.update(json.loads(previous.read_text()).get("figures", {}))
+    for notebook in notebooks:
+        path = Path(notebook)
+        start = time.perf_counter()
+        nb = _execute_notebook(path, {"MINIRL_FAST": "1"}, timeout)
+        rec.figures[path.stem] = round(time.perf_counter() - start, 1)
+        path.write_text(notebook_text(normalise_solution(_without_run_state(nb))), encoding="utf-8")
+        print(f"  {path}: {rec.figures[path.stem]:.0f} s (fast mode), outputs stored", flush=True)
+    return rec.save()
 
 
 def run_notebook_full(notebook: str | Path, timeout: int = 7200) -> Path:
@@ -399,12 +447,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_show = sub.add_parser("show", help="print a record")
     p_show.add_argument("name")
-    p_nb = sub.add_parser("notebook", help="run notebooks in full mode and keep their recorded figures")
+    p_nb = sub.add_parser("notebook", help="run notebooks in full mode and keep their recorded figures; with --fast, "
+                                           "run them in fast mode and store their outputs")
     p_nb.add_argument("paths", nargs="+")
     p_nb.add_argument("--timeout", type=int, default=7200, help="seconds per cell")
+    p_nb.add_argument("--fast", action="store_true", help="fast mode: store the outputs in the notebooks and keep "
+                                                          "the times in results/notebooks_fast.json")
     args = parser.parse_args(argv)
     if args.command == "show":
         show(args.name)
+        return 0
+    if args.fast:
+        run_notebooks_fast(args.paths, min(args.timeout, 1200))
         return 0
     for p in args.paths:
         start = time.perf_counter()
