@@ -14,8 +14,9 @@ code cell, what the learner writes sits between two marker lines (nbgrader's con
 ``raise NotImplementedError("<hint>")`` at the indentation of ``### BEGIN SOLUTION``, where the hint
 comes from an optional ``### HINT: ...`` line right after ``### BEGIN SOLUTION`` (default:
 "exercise: replace this line with your code"). In the learner version outputs are cleared,
-execution counts reset, cell metadata kept (less execution/collapsed noise), markdown and raw
-cells copied unchanged, and a cell tagged ``solution_only`` dropped. Both versions get the
+execution counts reset, cell metadata kept (less execution/collapsed noise and the ``nbval-check-output``
+tag: there is no stored output to compare), markdown and raw cells copied unchanged, and a cell tagged
+``solution_only`` dropped. Both versions get the
 standard ``python3`` kernelspec (the build rewrites the solutions' metadata only, never their cells).
 
     python -m minirl.course build   # regenerate notebooks/ from solutions/
@@ -61,6 +62,9 @@ END = "### END SOLUTION"
 HINT = "### HINT:"
 DEFAULT_HINT = "exercise: replace this line with your code"
 SOLUTION_ONLY_TAG = "solution_only"
+CHECK_OUTPUT_TAG = "nbval-check-output"
+"""A solution cell whose stored output the test suite compares (nbval): a learner notebook has no stored
+outputs, so its copy of the cell loses the tag."""
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 NOISY_CELL_METADATA = ("execution", "collapsed", "scrolled", "ExecuteTime")
 
@@ -192,6 +196,13 @@ def _learner_cell(cell, where: str):
         return cell
     cell.outputs = []
     cell.execution_count = None
+    tags = _tags(cell)
+    if CHECK_OUTPUT_TAG in tags:
+        tags.remove(CHECK_OUTPUT_TAG)
+        if tags:
+            cell.metadata["tags"] = tags
+        else:
+            cell.metadata.pop("tags")
     if _has_region(cell.source):
         cell.source = strip_solutions(cell.source, where)
         _check_parses(cell.source, where)

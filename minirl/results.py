@@ -44,6 +44,7 @@ from typing import Any
 __all__ = [
     "RESULTS_DIR",
     "Record",
+    "full_mode",
     "history_figures",
     "load",
     "machine",
@@ -173,8 +174,9 @@ def _command_line() -> str:
         resolved = first.resolve()
         package = REPO_ROOT / "minirl"
         if resolved.is_relative_to(package):
-            module = ".".join(resolved.relative_to(REPO_ROOT).with_suffix("").parts)
-            argv = ["python", "-m", module.removesuffix(".__main__"), *argv[1:]]
+            module = ".".join(resolved.relative_to(REPO_ROOT).with_suffix("").parts).removesuffix(".__main__")
+            # `python -m minirl.cli ...` is the `minirl` command (what a clean checkout of a commit runs)
+            argv = ["minirl", *argv[1:]] if module == "minirl.cli" else ["python", "-m", module, *argv[1:]]
         else:
             shown = os.path.relpath(resolved, REPO_ROOT) if resolved.is_relative_to(REPO_ROOT) else argv[0]
             argv = ["python", shown, *argv[1:]]
@@ -353,21 +355,59 @@ def notebook_record_name(notebook: str | Path, device: str = "cpu") -> str:
 
 
 def notebook_banner(number: str) -> None:
-    """Print, at the top of a notebook, the mode and device of the outputs below, and what full mode takes
-    (from its results record, when there is one)."""
+    """Print, at the top of a notebook, the mode and device of the outputs below, and how long full mode takes
+    and where its figures are kept (from its results record, when there is one).
+
+    In the solution notebooks this cell is tagged ``nbval-check-output``: the test suite re-runs it and fails
+    when the stored output no longer matches the record (the device is masked, see ``tests/nbval_sanitize.cfg``).
+    """
     import torch
 
     fast = os.environ.get("MINIRL_FAST", "0") == "1"
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    print(f"These outputs: {'fast' if fast else 'full'} mode (MINIRL_FAST={'1' if fast else '0'}), on {device}.")
+    print(f"The outputs below: {'fast' if fast else 'full'} mode (MINIRL_FAST={'1' if fast else '0'}) on {device}.")
+    found = False
     for kind in ("cpu", "cuda"):
         path = results_path(f"notebook_{number}_full_{kind}")
         if path.exists():
+            found = True
             data = json.loads(path.read_text())
-            print(f"Full mode on {'2 CPU cores' if kind == 'cpu' else 'a GPU'}: {data['duration_s'] / 60:.1f} min "
-                  f"end to end; its figures: results/{path.name} ({summary_line(data)}).")
-    if not any(results_path(f"notebook_{number}_full_{k}").exists() for k in ("cpu", "cuda")):
-        print("Full mode has no stored record yet.")
+            print(f"Full mode on {_device_words(data)}: {data['duration_s'] / 60:.1f} min end to end "
+                  f"(results/{path.name}).")
+    if not found:
+        print("Full mode: no stored record yet (python -m minirl.results notebook solutions/<this notebook>).")
+
+
+def _device_words(data: Mapping[str, Any]) -> str:
+    m = data.get("machine", {})
+    return m.get("gpu") or f"{m.get('cores')} CPU cores"
+
+
+def full_mode(number: str, lines: Mapping[str, str], device: str = "cpu") -> dict[str, Any]:
+    """Print figures of this notebook's full-mode run, from its record ``results/notebook_NN_full_<device>.json``.
+
+    ``lines`` maps a label to a format string over the recorded figures, e.g.
+    ``{"hack rate after step 30": "{hack_rate_30:.0%}"}``. The first line says where the figures come from
+    (machine, load, commit, date). Returns the figures (empty when there is no record yet).
+
+    The text of a notebook quotes full-mode figures only through such a cell, tagged ``nbval-check-output`` in
+    the solution notebook, so a new record that changes a figure makes the test suite fail until the stored
+    output (and the text quoting it) is regenerated.
+    """
+    path = results_path(f"notebook_{number}_full_{device}")
+    if not path.exists():
+        print(f"Full mode: no stored record yet (results/{path.name}).")
+        return {}
+    data = json.loads(path.read_text())
+    figures = data["figures"]
+    print(f"Full mode, recorded in results/{path.name} ({summary_line(data)}):")
+    for label, fmt in lines.items():
+        try:
+            text = fmt.format(**figures)
+        except KeyError as err:
+            raise KeyError(f"results/{path.name} has no figure {err}; it has {sorted(figures)}") from None
+        print(f"  {label}: {text}")
+    return figures
 
 
 def _execute_notebook(path: Path, env: dict[str, str], timeout: int):
