@@ -310,3 +310,45 @@ def test_aggregate_dividing_by_a_reduced_mask_gets_a_hint(capsys):
 
     caught(check_aggregate, aggregate, capsys, "raised RuntimeError", "size of tensor",
            "mask.sum(-1) is [batch, trial]")
+
+
+# ---- more named mistakes (issue 19) ---------------------------------------------------------------------
+
+def agg_sequence_mean_of_nonempty(per_token, mask, aggregation="sequence_mean", max_length=None):
+    """sequence_mean over the responses that have a real token only."""
+    if aggregation != "sequence_mean":
+        return minirl.aggregate(per_token, mask, aggregation, max_length)
+    lengths = mask.sum(-1)
+    per_response = (per_token * mask).sum(-1) / lengths.clamp(min=1)
+    return per_response[lengths > 0].mean()
+
+
+def policy_loss_with(**knobs):
+    """minirl.policy_loss's metrics, the loss from grpo_checks._loss_variant with knobs turned."""
+    def policy_loss(log_probs, old_log_probs, advantages, mask=None, *, clip_eps_low=0.2, clip_eps_high=None,
+                    ratio_level="token", aggregation="sequence_mean"):
+        hi = clip_eps_low if clip_eps_high is None else clip_eps_high
+        loss = grpo_checks._loss_variant(log_probs, old_log_probs, advantages, mask, clip_eps_low, hi, ratio_level,
+                                         **{"aggregation": aggregation, **knobs})
+        return loss, minirl.policy_loss(log_probs, old_log_probs, advantages, mask, clip_eps_low=clip_eps_low,
+                                        clip_eps_high=clip_eps_high, ratio_level=ratio_level)[1]
+    return policy_loss
+
+
+@pytest.mark.parametrize("check, wrong, keywords", [
+    (check_kl_estimate, kl_with(k2=lambda ell: (ell / 2) ** 2), ["k2 estimate", "not (ℓ / 2)²"]),
+    (check_kl_estimate, kl_with(k3=lambda ell: ell.exp() - ell + 1), ["k3 estimate", "added 1 instead"]),
+    (check_aggregate, agg_with(sequence_mean=lambda x, m, L: ((x * m).sum(-1) / m.sum(-1).clamp(min=1)).sum()),
+     ["summed the per-response means"]),
+    (check_aggregate, agg_sequence_mean_of_nonempty, ["no real token still counts", "clamping"]),
+    (check_aggregate, agg_with(constant=lambda x, m, L: (x * m).sum() / (x.shape[1] * (L or x.shape[-1]))),
+     ["batch · trial", "trial only"]),
+    (check_policy_loss, policy_loss_with(combine="none"), ["did not clip"]),
+    (check_policy_loss, policy_loss_with(combine="clip_only"), ["min of the unclipped and the clipped"]),
+    (check_policy_loss, policy_loss_with(combine="min_ratios"), ["min of the two PRODUCTS"]),
+    (check_policy_loss, policy_loss_with(clip="swapped"), ["swapped the bounds", "(= 0.8)", "(= 1.28)"]),
+    (check_policy_loss, policy_loss_with(aggregation="token_mean"), ["default aggregation is 'sequence_mean'"]),
+], ids=["k2-half-squared", "k3-plus-one", "seq-mean-summed", "seq-mean-nonempty", "constant-trial-only", "no-clip",
+        "clip-only", "min-of-ratios", "bounds-swapped", "always-token-mean"])
+def test_more_named_mistakes(check, wrong, keywords, capsys):
+    caught(check, wrong, capsys, *keywords)

@@ -3,6 +3,8 @@ implementations are each caught with a message that names the mistake."""
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -314,7 +316,7 @@ def deltas_rewards_mode_centred(rewards, mode):
     (deltas_with(GROUP_MEAN, lambda r: r.std(dim=1, keepdim=True, unbiased=False)), ["population std", "unbiased"]),
     (deltas_with(GROUP_MEAN, lambda r: r.var(dim=1, keepdim=True)), ["variance"]),
     (deltas_with(GROUP_MEAN, lambda r: torch.ones_like(r[:, :1]), eps=0.0), ["also divide by (std + eps)"]),
-    (deltas_with(GROUP_MEAN, GROUP_STD, eps=0.5), ["normalized_rewards: expected"]),
+    (deltas_with(GROUP_MEAN, GROUP_STD, eps=0.5), ["normalized_rewards", "big ε ≈ 0.5", "keep it small"]),
     (deltas_in_place, ["in place"]),
     (deltas_rewards_mode_centred, ["unchanged"]),
 ], ids=["no-centring", "batch-mean", "global-mean", "no-keepdim", "batch-std", "global-std", "no-eps",
@@ -458,3 +460,93 @@ def test_compute_deltas_failure_quotes_the_hand_worked_rewards(capsys):
         return minirl.compute_deltas(rewards, mode) * (0.5 if mode == "centered_rewards" else 1.0)
 
     caught(check_compute_deltas, halved, capsys, "expected [[-2.0, -1.0, 0.0, 3.0]")
+
+
+# ---- more named mistakes (issue 19): each wrong answer gets a message that names it --------------------------
+
+def _matches(p, r):
+    return sum(a == b for a, b in zip(r, sorted(p)))
+
+
+@pytest.mark.parametrize("check, wrong, keywords", [
+    (check_sort_distance_reward, lambda p, r: -float(sum(a != b for a, b in zip(r, sorted(p)))),
+     ["minus the number of positions that differ", "MATCH"]),
+    (check_sort_distance_reward, lambda p, r: float(sum(a == b for a, b in zip(sorted(r), sorted(p)))),
+     ["sorted the response too", "as it was written"]),
+    (check_sort_distance_reward, lambda p, r: float(len(p)) if list(r) == sorted(p) else 0.0,
+     ["all or nothing", "partial credit"]),
+    (check_sort_inclusion_ordering_reward,
+     lambda p, r: float(sum((Counter(p) & Counter(r)).values()) + _order(r)),
+     ["prompt [4, 4], response [4, 0] has inclusion 2", "Counter intersection"]),
+    (check_sort_inclusion_ordering_reward, lambda p, r: float(sum(x in r for x in p) + _order(p)),
+     ["ordered adjacent pairs of the PROMPT", "RESPONSE"]),
+], ids=["distance-negative", "distance-sorted-response", "distance-all-or-nothing", "inclusion-multiset",
+        "ordering-of-prompt"])
+def test_more_reward_mistakes(check, wrong, keywords, capsys):
+    caught(check, wrong, capsys, *keywords)
+
+
+def test_the_multiset_case_separates_set_from_counter():
+    from minirl.checks import ladder
+
+    p, r, want = ladder.INCLUSION_ORDERING_CASES[-1]
+    assert (p, r, want) == ([2, 2, 5], [2, 2, 0], 3.0)
+    assert sum(x in r for x in set(p)) == 1 and sum((Counter(p) & Counter(r)).values()) == 2
+
+
+def fwd_activation(act):
+    def forward(emb, enc, dec, prompts):
+        return _tied(_decode(act(_encode(emb, enc, prompts)), dec), emb)
+    return forward
+
+
+def lp_batch_axis(prompts, responses, model):
+    return _pick(F.log_softmax(model(prompts), dim=0), responses)
+
+
+def deltas_by_range(rewards, mode):
+    if mode != "normalized_rewards":
+        return minirl.compute_deltas(rewards, mode)
+    centered = rewards - rewards.mean(dim=1, keepdim=True)
+    return centered / (rewards.amax(dim=1, keepdim=True) - rewards.amin(dim=1, keepdim=True) + 1e-6)
+
+
+def clipped_loss(per_token):
+    """compute_loss with the 'clipped' mode's per-token term replaced by per_token(ratio, d, eps)."""
+    def compute_loss(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2):
+        if mode != "clipped":
+            return minirl.compute_loss(log_probs, deltas, mode, old_log_probs, epsilon)
+        return -per_token(torch.exp(log_probs - old_log_probs), deltas[..., None], epsilon).mean()
+    return compute_loss
+
+
+@pytest.mark.parametrize("check, wrong, keywords", [
+    (check_forward, fwd_activation(torch.relu), ["no nonlinearity", "without relu"]),
+    (check_forward, fwd_activation(torch.tanh), ["no nonlinearity", "without tanh"]),
+    (check_compute_log_probs, lp_batch_axis, ["wrong axis", "not over the batch (dim=0)"]),
+    (check_compute_deltas, deltas_by_range, ["normalized_rewards", "range (max − min)"]),
+    (check_compute_deltas, deltas_with(GROUP_MEAN, GROUP_STD, eps=0.01), ["big ε ≈ 0.01"]),
+    (check_compute_loss, clipped_loss(lambda rho, d, e: torch.minimum(rho * d, rho.clamp(max=1 + e) * d)),
+     ["mode 'clipped'", "only the top", "1 − ε matters too"]),
+    (check_compute_loss, clipped_loss(lambda rho, d, e: torch.minimum(rho * d, rho.clamp(e, 1 + e) * d)),
+     ["mode 'clipped'", "lower bound is 1 − ε, not ε"]),
+    (check_compute_loss, clipped_loss(lambda rho, d, e: torch.minimum(rho * d, (rho * d).clamp(1 - e, 1 + e))),
+     ["clip the RATIO, not the product"]),
+    (check_compute_loss, clipped_loss(lambda rho, d, e: torch.minimum(rho, rho.clamp(1 - e, 1 + e)) * d),
+     ["min of the two PRODUCTS", "not the min of the two ratios"]),
+], ids=["relu", "tanh", "log-softmax-batch-axis", "deltas-range", "deltas-eps-0.01", "clip-upper-only",
+        "clip-lower-eps", "clip-product", "min-of-ratios"])
+def test_more_ladder_mistakes(check, wrong, keywords, capsys):
+    caught(check, wrong, capsys, *keywords)
+
+
+def test_the_wide_clipped_case_has_ratios_below_epsilon_with_negative_deltas():
+    """Where clamp(ε, 1 + ε) and clamp(max=1 + ε) differ: ρ < ε = 0.2 with Δ < 0."""
+    from minirl.checks import ladder
+
+    gen = ladder._generator(7)
+    lp = torch.randn(3, 4, 5, generator=gen).log_softmax(-1)
+    old = lp + 1.2 * torch.randn(3, 4, 5, generator=gen)
+    d = minirl.compute_deltas(torch.randn(3, 4, generator=gen), "normalized_rewards")
+    rho = (lp - old).exp()
+    assert int(((rho < 0.2) & (d[..., None] < 0)).sum()) == 3

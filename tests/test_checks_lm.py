@@ -460,3 +460,21 @@ def test_misaligned_slices_get_a_hint(capsys):
 
     caught(check_completion_log_probs, completion_log_probs, capsys, "raised RuntimeError", "size does not match",
            "logits[:, prompt_length-1:-1]")
+
+
+# ---- more named mistakes (issue 19) ---------------------------------------------------------------------
+
+def eos_inverted(tokens, eos):
+    return 1.0 - first_eos_mask(tokens, eos)
+
+
+@pytest.mark.parametrize("check, wrong, keywords", [
+    (check_first_eos_mask, eos_inverted, ["inverted", "0.0 for the padding"]),
+    (check_completion_log_probs, lambda lg, ids, p: completion_log_probs(lg, ids, p).cumsum(-1),
+     ["running sums", "own log-prob"]),
+    (check_completion_log_probs,
+     lambda lg, ids, p: completion_log_probs(lg, ids, p).sum(-1, keepdim=True).expand(-1, ids.shape[1] - p),
+     ["whole completion", "own log-prob"]),
+], ids=["eos-inverted", "log-probs-cumsum", "log-probs-whole"])
+def test_more_named_mistakes(check, wrong, keywords, capsys):
+    caught(check, wrong, capsys, *keywords)

@@ -39,7 +39,10 @@ def _flat(maze, cell, action):
 
 @pytest.mark.parametrize("wrong, keywords", [
     (lambda m, s, a: m.goal_reward, ["every move"]),
-    (lambda m, s, a: -1.0 + (m.goal_reward if _enters(m, s, a) else 0.0), ["expected 0", "leads to"]),
+    (lambda m, s, a: -1.0 + (m.goal_reward if _enters(m, s, a) else 0.0), ["charges nothing for a step",
+                                                                          "subtracted 1 per step"]),
+    (lambda m, s, a: m.goal_reward if _enters(m, s, a) else -1.0, ["charges nothing for a step", "not −1"]),
+    (lambda m, s, a: m.goal_reward if _enters(m, s, a) else (0.5 if s == 0 else 0.0), ["expected 0", "leads to"]),
     (lambda m, s, a: m.goal_reward if s == m.goal else 0.0, ["from the goal", "arrives"]),
     (lambda m, s, a: m.goal_reward if m.next_cell(s, a) == m.goal else 0.0, ["from the goal", "cell == maze.goal"]),
     (lambda m, s, a: 1.0 if _enters(m, s, a) else 0.0, ["goal_reward, not 1"]),
@@ -251,3 +254,16 @@ def test_monte_carlo_other_mistakes(capsys):
     caught(check_monte_carlo_estimate, no_break, capsys, "RuntimeError", "terminated or truncated")
     caught(check_monte_carlo_estimate, lambda *a: reference_monte_carlo_estimate(*a)[0], capsys, "pair")
     caught(check_monte_carlo_estimate, lambda m, p, n, rng: (rng.random(), 0.1), capsys, "expected about")
+
+
+def current_cell_backup(maze, policy, values_next):
+    """The future term read at the cell s itself instead of the next cell s'."""
+    nxt = maze.next_cell_table
+    enters = nxt == maze.goal
+    here = np.repeat(np.asarray(values_next, dtype=float)[:, None], 4, axis=1)
+    q = np.where(enters, maze.goal_reward, 0.0) + np.where(enters, 0.0, here)
+    return _finish(maze, (np.asarray(policy) * q).sum(axis=1))
+
+
+def test_bellman_backup_future_of_the_current_cell(capsys):
+    caught(check_bellman_backup, current_cell_backup, capsys, "NEXT cell", "values_next[maze.next_cell_table]")

@@ -381,3 +381,41 @@ def test_gae_failure_quotes_the_first_hand_case(capsys):
         return minirl.compute_gae(rewards, values, next_values, dones, gamma, lam**2)
 
     caught(check_compute_gae, lam_squared, capsys, "rewards [0.0, 0.0, 1.0]", "expected [0.1345, 0.21, 0.2]")
+
+
+# ---- more named mistakes (issue 19) ---------------------------------------------------------------------
+
+def returns_gamma_on_the_reward(rewards, dones, gamma):
+    """G_t = γ r_t + (1 − done_t) G_{t+1}: the discount on the wrong term."""
+    out, running = torch.zeros_like(rewards), torch.zeros_like(rewards[..., 0])
+    for t in reversed(range(rewards.shape[-1])):
+        running = gamma * rewards[..., t] + (1.0 - dones[..., t]) * running
+        out[..., t] = running
+    return out
+
+
+def returns_along_the_first_axis(rewards, dones, gamma):
+    """The loop indexes rewards[t] (the first axis) instead of rewards[..., t]."""
+    out, running = torch.zeros_like(rewards), torch.zeros_like(rewards[0])
+    for t in reversed(range(rewards.shape[0])):
+        running = rewards[t] + gamma * (1.0 - dones[t]) * running
+        out[t] = running
+    return out
+
+
+def gae_along_the_first_axis(rewards, values, next_values, dones, gamma, lam):
+    moved = [x.movedim(0, -1) for x in (rewards, values, next_values, dones)]
+    return minirl.compute_gae(*moved, gamma, lam).movedim(-1, 0)
+
+
+@pytest.mark.parametrize("check, wrong, keywords", [
+    (check_discounted_returns, returns_gamma_on_the_reward, ["discounted the step's own reward",
+                                                             "not gamma r_t + (1 - done_t) G_{t+1}"]),
+    (check_discounted_returns, returns_along_the_first_axis, ["random rewards [4, 9]", "FIRST axis",
+                                                              "time is the LAST axis"]),
+    (check_compute_gae, lambda r, v, nv, d, gamma, lam: minirl.compute_gae(r, v, nv, d, lam, gamma),
+     ["swapped gamma and lam", "called with gamma=0.9, lam=0.5"]),
+    (check_compute_gae, gae_along_the_first_axis, ["random inputs [4, 9]", "FIRST axis"]),
+], ids=["returns-gamma-on-reward", "returns-first-axis", "gae-gamma-lam-swapped", "gae-first-axis"])
+def test_more_named_mistakes(check, wrong, keywords, capsys):
+    caught(check, wrong, capsys, *keywords)

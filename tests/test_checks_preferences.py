@@ -299,3 +299,27 @@ def test_per_position_reward_task_method_is_accepted(capsys):
                            length=prompts.shape[1]).per_position_rewards(prompts, responses)
 
     assert run(check_per_position_reward, via_task, capsys)[0]
+
+
+# ---- more named mistakes (issue 19) ---------------------------------------------------------------------
+
+def dpo_margin(margin):
+    """dpo_loss with the margin computed as margin(pc, pr, rc, rr) · β (the rewards right)."""
+    def dpo_loss(pc, pr, rc, rr, beta):
+        loss = -F.logsigmoid(beta * margin(pc, pr, rc, rr)).mean()
+        return loss, (beta * (pc - rc)).detach(), (beta * (pr - rr)).detach()
+    return dpo_loss
+
+
+@pytest.mark.parametrize("check, wrong, keywords", [
+    (check_dpo_loss, dpo_margin(lambda pc, pr, rc, rr: (pc - rc) + (pr - rr)),
+     ["added the two rewards", "DIFFERENCE", "on the worked example", "expected 0.6437, got 0.5836"]),
+    (check_dpo_loss, dpo_margin(lambda pc, pr, rc, rr: (pc - rr) - (pr - rc)),
+     ["reference log-prob from the OTHER response"]),
+    (check_per_position_reward, lambda p, r: (r == _sorted(p).unsqueeze(1)).float() / p.shape[-1],
+     ["divided by the number of positions (3)", "outcome reward"]),
+    (check_per_position_reward, lambda p, r: (r.sort(dim=-1).values == _sorted(p).unsqueeze(1)).float(),
+     ["sorted the responses too"]),
+], ids=["dpo-sum", "dpo-refs-crossed", "process-divided", "process-sorted-response"])
+def test_more_named_mistakes(check, wrong, keywords, capsys):
+    caught(check, wrong, capsys, *keywords)

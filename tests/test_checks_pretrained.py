@@ -129,3 +129,14 @@ def test_zero_variance_fraction_reference():
         minirl.zero_variance_fraction(torch.zeros(4))
     with pytest.raises(ValueError, match="at least one group"):
         minirl.zero_variance_fraction(torch.zeros(0, 4))
+
+
+@pytest.mark.parametrize("wrong, keywords", [
+    (lambda r: float((r == r[:, :1]).all(dim=1).float().sum() / r.numel()), ["number of rewards (batch × trial = 48)",
+                                                                            "batch = 12"]),
+    (lambda r: 100.0 * float((r == r[:, :1]).all(dim=1).float().mean()), ["percentage", "[0, 1]"]),
+    (lambda r: float((r == r[:, :1]).all(dim=1).float().mean()) / 2, ["expected 0.5833, got 0.2917",
+                                                                      "all exactly equal: 7 here"]),
+], ids=["per-reward", "percentage", "unnamed"])
+def test_zero_variance_fraction_more_mistakes(wrong, keywords, capsys):
+    caught(check_zero_variance_fraction, wrong, capsys, *keywords)

@@ -87,6 +87,7 @@ def _kl_mistakes(lp: torch.Tensor, ref: torch.Tensor, estimator: str) -> list[tu
                 (ell.exp() - ell - 1, "this is k3 (exp(ℓ) − ℓ − 1); k1 = −ℓ = log π_θ − log π_ref")]
     if estimator == "k2":
         return [(ell**2, "k2 is ℓ² / 2: you forgot the 1/2"),
+                ((ell / 2) ** 2, "k2 is ℓ² / 2 (square, then halve), not (ℓ / 2)²: mind the brackets, 0.5 * ell**2"),
                 (-ell, "this is k1; k2 = ℓ² / 2"),
                 (ell.exp() - ell - 1, "this is k3; k2 = ℓ² / 2")]
     return [
@@ -94,6 +95,8 @@ def _kl_mistakes(lp: torch.Tensor, ref: torch.Tensor, estimator: str) -> list[tu
                                  "the wrong way round (log π_θ − log π_ref)"),
         (ell.exp() - ell, "k3 = exp(ℓ) − ℓ − 1: you forgot the −1"),
         (ell.exp() + ell - 1, "k3 = exp(ℓ) − ℓ − 1: the ℓ term has the wrong sign"),
+        (ell.exp() - ell + 1, "k3 = exp(ℓ) − ℓ − 1: you added 1 instead of subtracting it (k3 is 0 where π_θ = "
+                              "π_ref)"),
         (ell.exp() - 1, "k3 = exp(ℓ) − ℓ − 1: you forgot the −ℓ term (exp(ℓ) − 1 alone is unbiased but can be "
                         "negative)"),
         (0.5 * ell**2, "this is k2; k3 = exp(ℓ) − ℓ − 1"),
@@ -118,7 +121,8 @@ def _check_kl_case(c: Check, fn: Callable, lp: torch.Tensor, ref: torch.Tensor, 
 def check_kl_estimate(c: Check, fn: Callable) -> None:
     """Check ``kl_estimate(log_probs, ref_log_probs, estimator)`` for "k1", "k2", "k3", per token, with
     ℓ = log π_ref − log π_θ: k1 = −ℓ, k2 = ℓ²/2, k3 = exp(ℓ) − ℓ − 1. Catches the log-ratio the wrong
-    way round, k2 without the 1/2, k3 without the −1 or the −ℓ, a wrong k1 sign, an averaged result."""
+    way round, k2 without the 1/2 or as (ℓ/2)², k3 without the −1 (or with +1) or the −ℓ, a wrong k1
+    sign, an averaged result."""
     lp, ref = torch.tensor(KL_LOG_PROBS), torch.tensor(KL_REF_LOG_PROBS)
     with c.worked_example():
         for estimator, values in KL_EXPECTED.items():
@@ -158,6 +162,8 @@ def _aggregate_mistakes(x: torch.Tensor, m: torch.Tensor, aggregation: str,
     seq_mean = (masked.sum(-1) / lengths).mean()
     tok_mean = masked.sum() / m.sum().clamp(min=1)
     pos = x.shape[-1]
+    per_response = masked.sum(-1) / lengths
+    nonempty = m.sum(-1) > 0
     common = [
         (x.mean(), "you ignored the mask: multiply by it so padding positions count 0, and count real tokens only"),
         (_ref_aggregate(x, torch.ones_like(m), aggregation, max_length),
@@ -168,6 +174,11 @@ def _aggregate_mistakes(x: torch.Tensor, m: torch.Tensor, aggregation: str,
     ]
     if aggregation == "sequence_mean":
         return [
+            (per_response.sum(), "you summed the per-response means; average them over the responses (all batch · "
+                                 "trial of them): .mean()"),
+            (per_response[nonempty].mean() if not nonempty.all() else None,
+             "a response with no real token still counts in the average over responses (it contributes 0): average "
+             "over all batch · trial responses, clamping each length to at least 1"),
             (masked.sum(-1).div(pos).mean(), "you divided each response by the full length (pos); divide by its "
                                              "REAL length, mask.sum(-1)"),
             (tok_mean, "this is token_mean; sequence_mean first averages each response over its own real tokens, "
@@ -188,6 +199,8 @@ def _aggregate_mistakes(x: torch.Tensor, m: torch.Tensor, aggregation: str,
         (masked.sum() / (n_seq * pos), f"you ignored max_length (called with max_length={max_length}); divide by "
                                        "N_responses · max_length"),
         (masked.sum() / pos, "divide by N_responses · max_length: you left out the number of responses"),
+        (masked.sum() / (x.shape[1] * (max_length or pos)) if x.shape[0] > 1 else None,
+         "N_responses is batch · trial, every response of every prompt; you divided by trial only"),
         (masked.sum() / (n_seq * m.sum(-1).max()), "you divided by the longest REAL response (mask.sum(-1).max()); "
                                                    "constant divides by the position axis (pos), or max_length when "
                                                    "given, whatever the real lengths are"),
@@ -224,8 +237,9 @@ def check_aggregate(c: Check, fn: Callable) -> None:
     """Check ``aggregate(per_token, mask, aggregation="sequence_mean", max_length=None) -> scalar`` for
     "sequence_mean", "token_mean", "constant" against ``minirl.aggregate``. Catches the mask ignored,
     sequence_mean divided by the full instead of the real length, token_mean averaged per response
-    first, constant using the real lengths, the longest real length or ignoring max_length, NaN on an
-    all-padding response."""
+    first, constant using the real lengths, the longest real length, trial instead of batch · trial
+    or ignoring max_length, sequence_mean summed over responses or leaving out the all-padding ones,
+    NaN on an all-padding response."""
     x, m = torch.tensor(AGG_PER_TOKEN), torch.tensor(AGG_MASK)
     with c.worked_example():
         for (aggregation, max_length), value in AGG_EXPECTED.items():
@@ -315,7 +329,7 @@ def check_sequence_ratio(c: Check, fn: Callable) -> None:
 # ---------------------------------------------------------------------------------------------
 
 def _loss_variant(lp, old, adv, mask, lo, hi, level, *, seq_ratio="mean_log", mask_in_ratio=True, combine="min",
-                  sign=-1.0, mask_in_agg=True, clip="both"):
+                  sign=-1.0, mask_in_agg=True, clip="both", aggregation="sequence_mean"):
     """The loss with one knob turned (the knobs mirror the usual mistakes)."""
     m_ratio = mask if mask_in_ratio else torch.ones_like(mask)
     log_ratio = (lp - old) * m_ratio
@@ -328,12 +342,14 @@ def _loss_variant(lp, old, adv, mask, lo, hi, level, *, seq_ratio="mean_log", ma
     else:
         ratio = log_ratio.exp()
     a = adv[..., None]
-    high = {"both": hi, "symmetric": lo}.get(clip, hi)
-    low = lo if clip != "high_both" else hi
+    high = {"both": hi, "symmetric": lo, "swapped": lo}.get(clip, hi)
+    low = {"high_both": hi, "swapped": hi}.get(clip, lo)
     clipped = ratio.clamp(1 - low, 1 + high) * a
-    per_token = {"min": torch.minimum(ratio * a, clipped), "max": torch.maximum(ratio * a, clipped)}[combine]
+    per_token = {"min": lambda: torch.minimum(ratio * a, clipped), "max": lambda: torch.maximum(ratio * a, clipped),
+                 "clip_only": lambda: clipped, "none": lambda: ratio * a,
+                 "min_ratios": lambda: torch.minimum(ratio, ratio.clamp(1 - low, 1 + high)) * a}[combine]()
     agg_mask = mask if mask_in_agg else torch.ones_like(mask)
-    return sign * _ref_aggregate(per_token, agg_mask, "sequence_mean")
+    return sign * _ref_aggregate(per_token, agg_mask, aggregation)
 
 
 def _policy_loss_mistakes(lp, old, adv, mask, lo, hi, level) -> list[tuple[torch.Tensor, str]]:
@@ -344,6 +360,16 @@ def _policy_loss_mistakes(lp, old, adv, mask, lo, hi, level) -> list[tuple[torch
     mistakes = [
         (wrong(sign=1.0), "wrong sign: the loss to MINIMISE is −min(ρA, clip(ρ)A), averaged"),
         (wrong(combine="max"), "use min, not max: the clipped objective is the pessimistic (lower) one"),
+        (wrong(combine="none"), "you did not clip: min(ρA, clip(ρ, 1 − ε_low, 1 + ε_high)A)"),
+        (wrong(combine="clip_only"), "take the min of the unclipped and the clipped terms, min(ρA, clip(ρ)A); "
+                                     "clip(ρ)·A alone also clips where the unclipped term is the smaller one"),
+        (wrong(combine="min_ratios"), "take the min of the two PRODUCTS, min(ρA, clip(ρ)A), not the min of the two "
+                                      "ratios times A: with A < 0 the smaller ratio gives the LARGER product"),
+        (wrong(clip="swapped"), f"you swapped the bounds: the lower is 1 − clip_eps_low (= {1 - lo:g}), the upper "
+                                f"1 + clip_eps_high (= {1 + hi:g})"),
+        (wrong(aggregation="token_mean"), "the default aggregation is 'sequence_mean' (each response averaged over its "
+                                          "real tokens, then the responses); you averaged over all real tokens "
+                                          "(token_mean)"),
         (wrong(clip="symmetric"), f"your clip is symmetric: the upper bound is 1 + clip_eps_high "
                                   f"(= {1 + hi:g} here), the lower 1 − clip_eps_low (= {1 - lo:g})"),
         (wrong(clip="high_both"), f"the lower bound is 1 − clip_eps_low (= {1 - lo:g}), not 1 − clip_eps_high"),
@@ -452,10 +478,11 @@ def check_policy_loss(c: Check, fn: Callable) -> None:
     """Check ``policy_loss(log_probs, old_log_probs, advantages, mask, *, clip_eps_low, clip_eps_high, ratio_level,
     aggregation) -> (loss, metrics)`` against ``minirl.policy_loss`` (no KL term): the loss, and the metrics
     clip_frac_low / clip_frac_high. Catches a symmetric clip that ignores clip_eps_high, clip_eps_high=None
-    not read as symmetric, the sequence ratio as a product or a mean of token ratios, the mask ignored in the
-    sequence ratio or in the average, min and max swapped, a flipped sign, ratio_level or aggregation
-    ignored, the loss alone returned, clip fractions over all positions, regardless of the advantage's sign,
-    or swapped."""
+    not read as symmetric (raising, or leaving the top open), swapped bounds, no clip, the clip without the
+    min, the min of the ratios, the sequence ratio as a product or a mean of token ratios, the mask ignored
+    in the sequence ratio or in the average, min and max swapped, a flipped sign, ratio_level or aggregation
+    ignored (or token_mean by default), the loss alone returned, clip fractions over all positions,
+    regardless of the advantage's sign, or swapped."""
     lp, old, adv, mask = _loss_inputs(5, batch=2, trial=3, pos=4, spread=0.3)
     _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, 0.28, "token")
     _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.1, 0.15, "sequence")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 import numbers
 import random
+from collections import Counter
 from collections.abc import Callable, Sequence
 
 import torch
@@ -82,6 +83,7 @@ INCLUSION_ORDERING_CASES: list[Case] = [
     ([1, 2, 3], [1, 1, 1], 3.0),        # 1 + 2: the gameable [x, x, x]
     ([3, 1, 2], [0, 0, 0], 2.0),        # 0 + 2
     ([6, 2, 6, 2], [2, 6, 9, 9], 7.0),  # 4 + 3
+    ([2, 2, 5], [2, 2, 0], 3.0),        # 2 + 1: set(prompt) counts the 2s once (1), a multiset match twice (2)
 ]
 
 
@@ -141,6 +143,15 @@ _DISTANCE_MISTAKES = [
      "you counted the positions that differ; count the positions that match"),
     (lambda p, r: _ref_sort_distance(p, r) / len(p),
      "you returned a fraction; the reward is the number of matching positions (0 .. len(prompt))"),
+    (lambda p, r: -float(sum(a != b for a, b in zip(r, sorted(p)))),
+     "you returned minus the number of positions that differ (a distance); the reward counts the positions that "
+     "MATCH: response[i] == sorted(prompt)[i]"),
+    (lambda p, r: float(sum(a == b for a, b in zip(sorted(r), sorted(p)))),
+     "you sorted the response too: compare the response as it was written, response[i] with sorted(prompt)[i] "
+     "(the prompt itself, [3, 1, 2], must not score 3)"),
+    (lambda p, r: float(len(p)) if list(r) == sorted(p) else 0.0,
+     "all or nothing: you gave len(prompt) to the sorted answer and 0 to anything else; count the matching "
+     "positions, so that a partly sorted response earns partial credit"),
 ]
 
 
@@ -148,7 +159,8 @@ _DISTANCE_MISTAKES = [
 def check_sort_distance_reward(c: Check, fn: Callable) -> None:
     """Check ``sort_distance_reward(prompt, response) -> float``: the number of positions where
     the response equals sorted(prompt). Catches comparing with the prompt, a decreasing sort,
-    counting membership instead of positions, counting mismatches, returning a fraction."""
+    counting membership instead of positions, counting mismatches (or minus them), returning a
+    fraction, sorting the response too, all-or-nothing credit."""
     def explain(p: list[int], r: list[int]) -> str:
         return f"sorted(prompt) = {sorted(p)}"
 
@@ -168,6 +180,10 @@ _INCLUSION_MISTAKES = [
     (lambda p, r: float(sum(x in r for x in set(p)) + _ordering(r)),
      "count every prompt item, duplicates included (prompt [2, 2, 5] can contribute 3); "
      "you seem to count distinct items, e.g. with set(prompt)"),
+    (lambda p, r: float(sum((Counter(p) & Counter(r)).values()) + _ordering(r)),
+     "each prompt item counts when it occurs anywhere in the response, even if another prompt item already "
+     "matched the same token: prompt [4, 4], response [4, 0] has inclusion 2; you matched each response token "
+     "once (like a Counter intersection)"),
     (lambda p, r: float(sum(y in p for y in r) + _ordering(r)),
      "count the prompt items found in the response, not the response items found in the prompt: "
      "[5, 5, 5] must not get credit three times for one 5"),
@@ -177,6 +193,9 @@ _INCLUSION_MISTAKES = [
      "the ordering part counts adjacent pairs in non-decreasing order (a <= b), not decreasing ones"),
     (lambda p, r: float(_inclusion(p, r) + sum(r[i] <= r[j] for i in range(len(r)) for j in range(i + 1, len(r)))),
      "the ordering part counts ADJACENT pairs only: (response[i], response[i + 1])"),
+    (lambda p, r: float(_inclusion(p, r) + _ordering(p)),
+     "you counted the ordered adjacent pairs of the PROMPT; the ordering part looks at the RESPONSE: pairs "
+     "(response[i], response[i + 1]) with response[i] <= response[i + 1]"),
     (lambda p, r: float(_inclusion(p, r)), "you forgot the ordering part: + number of adjacent pairs with a <= b"),
     (lambda p, r: float(_ordering(r)), "you forgot the inclusion part: + number of prompt items found in the response"),
 ]
@@ -186,8 +205,9 @@ _INCLUSION_MISTAKES = [
 def check_sort_inclusion_ordering_reward(c: Check, fn: Callable) -> None:
     """Check ``sort_inclusion_ordering_reward(prompt, response) -> float`` = (prompt items, duplicates
     again, found in the response) + (adjacent response pairs with a <= b). Catches set(prompt),
-    the inclusion direction swapped, strict or decreasing order, all pairs instead of adjacent
-    ones, and a missing part."""
+    a multiset match (Counter intersection), the inclusion direction swapped, strict or decreasing
+    order, all pairs instead of adjacent ones, the prompt's pairs instead of the response's, and a
+    missing part."""
     def explain(p: list[int], r: list[int]) -> str:
         return f"inclusion {_inclusion(p, r)} + ordering {_ordering(r)}"
 
@@ -214,12 +234,17 @@ def tiny_forward(
     return einsum(decoded, embedding, "batch pos dim, vocab dim -> batch pos vocab")
 
 
-def _forward_variant(emb, enc, dec, prompts, *, enc_t=False, dec_t=False, same_enc=False, same_dec=False, mean=False):
-    """A wrong forward pass: transposed / shared weight matrices, a mean instead of a sum."""
+def _forward_variant(emb, enc, dec, prompts, *, enc_t=False, dec_t=False, same_enc=False, same_dec=False, mean=False,
+                     activation=None):
+    """A wrong forward pass: transposed / shared weight matrices, a mean instead of a sum, a nonlinearity on h."""
     enc = enc.transpose(1, 2) if enc_t else enc
     dec = dec.transpose(1, 2) if dec_t else dec
     enc = enc[:1].expand_as(enc) if same_enc else enc
     dec = dec[:1].expand_as(dec) if same_dec else dec
+    if activation is not None:
+        h = activation(einsum(emb[prompts], enc, "batch pos d_in, pos d_in d_out -> batch d_out"))
+        decoded = einsum(h, dec, "batch d_in, pos d_in d_out -> batch pos d_out")
+        return einsum(decoded, emb, "batch pos dim, vocab dim -> batch pos vocab")
     logits = tiny_forward(emb, enc, dec, prompts)
     return logits / prompts.shape[1] if mean else logits
 
@@ -241,6 +266,9 @@ def _forward_mistakes(emb, enc, dec, prompts, want) -> list[tuple[torch.Tensor, 
             (variant(same_dec=True), "every response position must use its own matrix decode_weights[j]"),
             (variant(mean=True), "you averaged over the prompt positions; the encoder SUMS them: "
                                  "h = Σ_i W_enc[i]ᵀ e(x_i)"),
+            *((variant(activation=act), f"this model has no nonlinearity: h = Σ_i W_enc[i]ᵀ e(x_i) goes straight "
+                                        f"into the decoder, without {name}")
+              for act, name in ((torch.relu, "relu"), (torch.tanh, "tanh"))),
         ]
 
 
@@ -278,7 +306,7 @@ def check_forward(c: Check, fn: Callable) -> None:
     """Check ``forward(embedding, encode_weights, decode_weights, prompts) -> logits[batch, pos, vocab]``
     against ``TinyEncoderDecoder``. Catches a missing tied output embedding, an einsum over the
     wrong weight axis, one shared matrix for all positions, a mean over prompt positions,
-    softmax / log_softmax applied, and a result cut off the graph."""
+    softmax / log_softmax applied, a relu or tanh on h, and a result cut off the graph."""
     _check_forward_case(c, fn, batch=2, vocab=5, dim=6, p_len=3, r_len=4, seed=0)
     _check_forward_case(c, fn, batch=3, vocab=7, dim=4, p_len=5, r_len=5, seed=1)
 
@@ -304,6 +332,8 @@ def _log_prob_mistakes(prompts, responses, model, want) -> list[tuple[torch.Tens
             (pick(logits, responses), "these are raw logits: apply log_softmax over the vocab axis before gathering"),
             (pick(F.log_softmax(logits, dim=1), responses),
              "log_softmax over the wrong axis: normalise over the vocab axis (dim=-1), not over positions"),
+            (pick(F.log_softmax(logits, dim=0), responses),
+             "log_softmax over the wrong axis: normalise over the vocab axis (dim=-1), not over the batch (dim=0)"),
             (-want, "wrong sign: log-probabilities are ≤ 0; you returned −log π"),
             (None if prompt_tokens is None else pick(log_p, prompt_tokens),
              "these are the log-probs of the PROMPT tokens; gather the response tokens"),
@@ -407,6 +437,8 @@ def _delta_mistakes(r: torch.Tensor, mode: str) -> list[tuple[torch.Tensor | Non
         (centered / (r.std() + eps), "you divided by the std of the whole batch; divide by each group's own std: "
                                      "rewards.std(dim=1, keepdim=True)"),
         (centered / (std**2 + eps), "you divided by the variance; divide by the standard deviation"),
+        (centered / (r.amax(dim=1, keepdim=True) - r.amin(dim=1, keepdim=True) + eps),
+         "you divided by the range (max − min); divide by the standard deviation, rewards.std(dim=1, keepdim=True)"),
         (r / (std + eps), "you divided the raw rewards by the std: subtract the group mean first"),
         (centered, "these are the centred rewards: for 'normalized_rewards' also divide by (std + eps)"),
         *centring,
@@ -440,6 +472,22 @@ def _run_deltas(c: Check, fn: Callable, r: torch.Tensor, mode: str) -> torch.Ten
                    {(batch, 1): "one delta per response, not per group", (batch,): "one delta per response"})
 
 
+def _big_epsilon(got: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor | None, str]:
+    """The mistake of a too large epsilon: the ε that ``got`` implies at its largest centred reward, and the deltas
+    (r − mean) / (std + ε) that ε would give (None when it is small enough to pass, or not one number)."""
+    centered = r - r.mean(dim=1, keepdim=True)
+    std = r.std(dim=1, keepdim=True)
+    at = int(centered.abs().flatten().argmax())
+    value = float(got.detach().flatten()[at])
+    if value == 0.0 or not math.isfinite(value):
+        return None, ""
+    eps = float(centered.flatten()[at]) / value - float(std.expand_as(centered).flatten()[at])
+    if eps <= 1e-3:
+        return None, ""
+    return (centered / (std + eps), f"your deltas are (r − mean) / (std + ε) with a big ε ≈ {eps:.2g}: ε only keeps "
+                                    "an all-equal group (std = 0) from dividing by zero, so keep it small, like 1e-6")
+
+
 def _check_deltas_case(c: Check, fn: Callable, r: torch.Tensor, want: dict[str, torch.Tensor]) -> None:
     with c.mode("rewards"):
         got = _run_deltas(c, fn, r, "rewards")
@@ -460,8 +508,8 @@ def _check_deltas_case(c: Check, fn: Callable, r: torch.Tensor, want: dict[str, 
                    "add a small epsilon to the std: (r − mean) / (std + 1e-6)")
         c.expect(bool(torch.isfinite(got).all()), f"normalized_rewards: got non-finite values {got.tolist()}")
         _check_group_sums(c, got, r, "normalized_rewards")
-        c.close(got, want["normalized_rewards"], "normalized_rewards", _delta_mistakes(r, "normalized_rewards"),
-                rtol=_DELTA_RTOL)
+        c.close(got, want["normalized_rewards"], "normalized_rewards",
+                [*_delta_mistakes(r, "normalized_rewards"), _big_epsilon(got, r)], rtol=_DELTA_RTOL)
 
 
 @exercise_check("compute_deltas")
@@ -469,7 +517,8 @@ def check_compute_deltas(c: Check, fn: Callable) -> None:
     """Check ``compute_deltas(rewards, mode) -> deltas[batch, trial]`` for the modes "rewards",
     "centered_rewards", "normalized_rewards" (unbiased std + a small epsilon). Catches: no group
     mean subtracted, mean or std over the wrong axis or over everything, keepdim forgotten, no
-    epsilon (NaN on an all-equal group), the population std, the variance, in-place edits."""
+    epsilon (NaN on an all-equal group), a big epsilon, the population std, the variance, the range,
+    in-place edits."""
     r = torch.tensor(DELTA_REWARDS)
     want = {"rewards": r, "centered_rewards": torch.tensor(DELTA_CENTERED),
             "normalized_rewards": torch.tensor(DELTA_NORMALIZED)}
@@ -511,8 +560,14 @@ def _surrogate(lp, old, d, mode, eps, *, ratio="exp", combine="min", expand=True
         rho = {"exp": torch.exp(lp - old), "quotient": lp / old, "log": lp - old, "inverse": torch.exp(old - lp),
                "logprob": lp}[ratio]
         clipped = rho.clamp(1 - eps, 1 + eps) * d
-        per_token = {"min": torch.minimum(rho * d, clipped), "max": torch.maximum(rho * d, clipped),
-                     "clip_only": clipped, "none": rho * d}[combine if mode == "clipped" else "none"]
+        per_token = {
+            "min": lambda: torch.minimum(rho * d, clipped), "max": lambda: torch.maximum(rho * d, clipped),
+            "clip_only": lambda: clipped, "none": lambda: rho * d,
+            "upper_only": lambda: torch.minimum(rho * d, rho.clamp(max=1 + eps) * d),
+            "eps_low": lambda: torch.minimum(rho * d, rho.clamp(eps, 1 + eps) * d),
+            "clip_product": lambda: torch.minimum(rho * d, (rho * d).clamp(1 - eps, 1 + eps)),
+            "min_ratios": lambda: torch.minimum(rho, rho.clamp(1 - eps, 1 + eps)) * d,
+        }[combine if mode == "clipped" else "none"]()
     total = {"mean": per_token.mean(), "sum": per_token.sum(), "sum_pos": per_token.sum(-1).mean()}[reduce]
     return sign * total
 
@@ -548,6 +603,13 @@ def _loss_mistakes(lp, old, d, mode, eps) -> list[tuple[torch.Tensor | None, str
                                      "the unclipped term is the smaller, more pessimistic one"),
         (wrong(combine="max"), "use min, not max: the clipped objective is a pessimistic (lower) bound"),
         (wrong(combine="none"), "you did not clip: clip the ratio to [1 − ε, 1 + ε] and take the min"),
+        (wrong(combine="upper_only"), "you clipped only the top (ρ ≤ 1 + ε): the lower bound 1 − ε matters too, for "
+                                      "a response with Δ < 0 whose ratio has fallen below 1 − ε: "
+                                      "ratio.clamp(1 − ε, 1 + ε)"),
+        (wrong(combine="eps_low"), "the lower bound is 1 − ε, not ε: ratio.clamp(1 − epsilon, 1 + epsilon)"),
+        (wrong(combine="clip_product"), "clip the RATIO, not the product ρΔ: min(ρΔ, clip(ρ, 1 − ε, 1 + ε)·Δ)"),
+        (wrong(combine="min_ratios"), "take the min of the two PRODUCTS, min(ρΔ, clip(ρ)Δ), not the min of the two "
+                                      "ratios times Δ: with Δ < 0 the smaller ratio gives the LARGER product"),
         (_surrogate(lp, old, d, mode, 0.2), f"your loss ignores the epsilon argument (called with ε = {eps})"),
         *ratios,
     ]
@@ -591,13 +653,20 @@ def check_compute_loss(c: Check, fn: Callable) -> None:
     """Check ``compute_loss(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2) -> scalar`` for the
     modes "naive", "unclipped", "clipped". Catches a flipped sign, a sum instead of the mean,
     deltas not broadcast over positions, the ratio as a quotient of log-probs / without exp /
-    upside down, clip without the min, max instead of min, no clipping, epsilon ignored."""
+    upside down, clip without the min, max instead of min, no clipping, only the upper clip, ε as
+    the lower bound, the product ρΔ clipped, the min of the ratios, epsilon ignored."""
     lp = torch.tensor(PROBE_LOG_PROBS)
     old = lp - torch.tensor(PROBE_RATIOS).log()
     d = torch.tensor(PROBE_DELTAS)
     with c.worked_example():
         for (mode, eps), value in PROBE_LOSS.items():
             _check_loss_call(c, fn, lp, old, d, mode, None if eps == 0.2 else eps, torch.tensor(value))
+    # ratios from 0.05 to 20 (some below ε itself, where clamp(ε, 1 + ε) and clamp(max=1 + ε) part ways)
+    gen = _generator(7)
+    lp = torch.randn(3, 4, 5, generator=gen).log_softmax(-1)
+    old = lp + 1.2 * torch.randn(3, 4, 5, generator=gen)
+    d = _ref_compute_deltas(torch.randn(3, 4, generator=gen), "normalized_rewards")
+    _check_loss_call(c, fn, lp, old, d, "clipped", None, _ref_compute_loss(lp, d, "clipped", old, 0.2).detach())
     gen = _generator(6)
     lp = torch.randn(3, 4, 5, generator=gen).log_softmax(-1)  # only the values matter
     old = lp + 0.4 * torch.randn(3, 4, 5, generator=gen)      # ratios spread around the clip range

@@ -88,6 +88,8 @@ def _eos_mistakes(tokens: torch.Tensor, eos: int) -> list[tuple[torch.Tensor, st
                                                    "e.g. cumsum(dim=-1), not along the batch"),
         (((is_eos.cumsum(1) - is_eos) == 0).float() if tokens.dim() == 3 else None,
          "the search for the EOS must run along the last axis (positions), not along the trial axis"),
+        (((is_eos.cumsum(-1) - is_eos) != 0).float(), "inverted: the mask is 1.0 for the real tokens (up to and "
+                                                      "including the first EOS) and 0.0 for the padding after it"),
     ]
 
 
@@ -112,7 +114,7 @@ def check_first_eos_mask(c: Check, fn: Callable) -> None:
     """Check ``first_eos_mask(tokens, eos)``: a float mask of the tokens' shape, 1.0 up to and including the
     first ``eos`` along the last axis and 0.0 after (all 1.0 without an EOS). Catches the EOS left out,
     the last EOS instead of the first, tokens kept until a second EOS, only the EOS masked, argmax on a
-    row with no EOS, the wrong axis, a hard-coded eos, a bool mask, in-place edits."""
+    row with no EOS, the wrong axis, an inverted mask, a hard-coded eos, a bool mask, in-place edits."""
     tokens = torch.tensor(EOS_TOKENS)
     with c.worked_example():
         _check_eos_case(c, fn, tokens, 2, torch.tensor(EOS_EXPECTED), "hand-worked example")
@@ -163,6 +165,10 @@ def _lp_mistakes(logits: torch.Tensor, ids: torch.Tensor, p: int) -> list[tuple[
         (gathered(F.log_softmax(logits, dim=1)[:, p - 1:-1], targets),
          "log_softmax over the wrong axis: normalise over the vocabulary (dim=-1), not over positions"),
         (-gathered(log_p, targets), "wrong sign: return log π (≤ 0), not the negative log-likelihood"),
+        (gathered(log_p, targets).cumsum(-1), "you returned running sums (the log-prob of each prefix); return each "
+                                              "completion token's own log-prob"),
+        (gathered(log_p, targets).sum(-1, keepdim=True).expand_as(targets),
+         "you gave every position the log-prob of the whole completion; return each token's own log-prob"),
     ]
 
 
@@ -251,8 +257,9 @@ def check_completion_log_probs(c: Check, fn: Callable) -> None:
     """Check ``completion_log_probs(logits, input_ids, prompt_length) -> [batch, seq - prompt_length]``:
     log_softmax(logits[:, prompt_length-1:-1]).gather(-1, input_ids[:, prompt_length:]). Catches the
     missing shift, the ids shifted with the logits, softmax or raw logits instead of log_softmax, the
-    wrong axis, a flipped sign, log(softmax(x)) or log(Σ exp x) on peaked logits (−inf, NaN, or a clamped
-    value where a log-prob is −120), wrong output shapes, a detached result, in-place edits."""
+    wrong axis, a flipped sign, running sums or the whole completion's log-prob, log(softmax(x)) or
+    log(Σ exp x) on peaked logits (−inf, NaN, or a clamped value where a log-prob is −120), wrong output
+    shapes, a detached result, in-place edits."""
     with c.worked_example():
         _check_lp_case(c, fn, _hand_logits(), torch.tensor(LP_IDS), LP_PROMPT_LENGTH, torch.tensor(LP_EXPECTED),
                        "hand-worked example")
@@ -442,7 +449,9 @@ def check_parse_answer(c: Check, fn: Callable) -> None:
     whitespace around the whole text; anything else gives None, and nothing raises. Catches a parser
     that raises (ValueError from int()), a trailing period, signs, brackets, words, underscores, non-ASCII
     digits, tabs or newlines inside, empty items, no strip, leading zeros rejected, a single number
-    rejected, lists or strings returned, sorted numbers."""
+    rejected, numbers of 101 to 4300 digits accepted (int() reads them), the 100-digit limit applied with
+    >= or to the whole text, digits read one by one, numbers dropped, lists or strings returned, sorted
+    numbers."""
     for text, want in PARSE_ACCEPTED:
         _check_parse_case(c, fn, text, want)
     for text in PARSE_REJECTED:

@@ -185,6 +185,12 @@ _REWARD_MISTAKES: list[tuple[RewardFn, str]] = [
      "a move off the grid or into a wall is blocked (the agent stays where it is); index arithmetic "
      "like cell + 1 wraps onto the next row: use maze.next_cell(cell, action)"),
     (lambda m, s, a: 0.0, "your reward is always 0: entering the goal should give maze.goal_reward"),
+    (lambda m, s, a: m.goal_reward if _enters(m, s, a) else -1.0,
+     "this maze charges nothing for a step: every move that does not enter the goal earns 0, not −1 (the budget of "
+     "maze.max_steps moves is what makes a short path pay)"),
+    (lambda m, s, a: m.goal_reward - 1.0 if _enters(m, s, a) else -1.0,
+     "this maze charges nothing for a step: the move into the goal earns maze.goal_reward and every other move 0 "
+     "(you subtracted 1 per step)"),
 ]
 
 
@@ -202,7 +208,8 @@ def check_maze_reward(c: Check, fn: Callable) -> None:
     """Check ``maze_reward(maze, cell, action) -> float``: ``maze.goal_reward`` for the move that enters
     the goal, 0 for every other move and for moves from the goal. Catches a reward for every step,
     a reward for being in / leaving the goal, 1 or a hard-coded 10 or cell 14 instead of the maze's
-    goal_reward and goal, and index arithmetic that wraps across rows instead of the blocked move."""
+    goal_reward and goal, a cost of 1 per step, and index arithmetic that wraps across rows instead of
+    the blocked move."""
     with c.worked_example():  # the worked example, by hand, first
         got = _as_float(c, c.call(fn, Maze(), 11, 3, call="the worked example, cell 11, action 3 (down)"),
                         "maze_reward(Maze(), 11, 3)")
@@ -244,7 +251,8 @@ def _clamped_next_table(maze: Maze) -> np.ndarray:
 
 
 def _backup_variant(maze: Maze, pi: np.ndarray, v: np.ndarray, *, combine: str = "policy", terminal: bool = True,
-                    reward: bool = True, blocked: str = "stay", sweep: bool = False) -> np.ndarray:
+                    reward: bool = True, blocked: str = "stay", sweep: bool = False,
+                    future: str = "next") -> np.ndarray:
     """The backup with one knob turned (``reference_bellman_backup`` when every knob is at its default)."""
     nxt = {"stay": maze.next_cell_table, "zero": maze.next_cell_table, "no_walls": _clamped_next_table(maze),
            "flat": np.array([[_flat_next(maze, s, a) for a in range(4)] for s in range(maze.n_cells)])}[blocked]
@@ -253,7 +261,8 @@ def _backup_variant(maze: Maze, pi: np.ndarray, v: np.ndarray, *, combine: str =
     values = v.astype(np.float64).copy()
     cells = range(maze.n_cells) if sweep else [slice(None)]
     for s in cells:  # a sweep reads the values it has already overwritten (V_k instead of V_{k-1})
-        q = r[s] + np.where(enters[s], 0.0, values[nxt[s]])
+        ahead = values[nxt[s]] if future == "next" else values[s][..., None] * np.ones(nxt[s].shape)
+        q = r[s] + np.where(enters[s], 0.0, ahead)
         permitted = maze.permitted_mask()[s]
         if blocked == "zero":
             q = np.where(permitted, q, 0.0)
@@ -287,6 +296,8 @@ def _backup_mistakes(maze: Maze, pi: np.ndarray, v: np.ndarray) -> list[tuple[to
         (dict(terminal=False), "the goal is terminal: V_k(goal) = 0 (the episode is over there, nothing more "
                                "to earn); set values[maze.goal] = 0"),
         (dict(reward=False), "you forgot the reward r(s, a): goal_reward for a move that enters the goal"),
+        (dict(future="here"), "the future term is V_{k-1} of the NEXT cell s' = maze.next_cell_table[s, a], not of "
+                              "the cell s itself: values_next[maze.next_cell_table]"),
         (dict(sweep=True), "you overwrote values while still reading them (V_k instead of V_{k-1}): compute every "
                            "V_k(s) from values_next only, into a new array"),
         (dict(blocked="zero"), blocked + " (you gave blocked moves the value 0)"),
@@ -335,8 +346,9 @@ def check_bellman_backup(c: Check, fn: Callable) -> None:
     """Check ``bellman_backup(maze, policy, values_next) -> values[n_cells]`` (V_k from V_{k-1}) against
     ``toy_envs.maze.expected_returns`` on the default maze and another one, for the uniform policy,
     uniform-over-4-moves and random policies, and the worked example's 10/3, 10/6, 10/81. Catches
-    max instead of the policy's expectation, an unweighted mean, no terminal goal, no reward,
-    overwriting V_{k-1} while reading it, wrong next cells for blocked moves, edits in place."""
+    max instead of the policy's expectation, an unweighted mean, no terminal goal, no reward, the
+    current cell's value instead of the next cell's, overwriting V_{k-1} while reading it, wrong next
+    cells for blocked moves, edits in place."""
     rng = np.random.default_rng(SEED)
     maze = Maze()
     other = Maze(["S..#.", ".#...", "...#G"], max_steps=8, goal_reward=3.0)

@@ -201,7 +201,22 @@ def _returns_mistakes(rewards: torch.Tensor, dones: torch.Tensor, gamma: float) 
         (discounted_total, "you returned the discounted total of the sequence on every step; each step gets only "
                            "the rewards from t onward, within its episode"),
         (rewards.clone(), "you returned the rewards themselves; G_t also adds the discounted future rewards"),
+        (_backward_scan(gamma * rewards, lambda t: 1.0 - dones[..., t]),
+         "you discounted the step's own reward instead of the future: G_t = r_t + gamma (1 - done_t) G_{t+1}, not "
+         "gamma r_t + (1 - done_t) G_{t+1}"),
+        (_along_first_axis(_ref_discounted_returns, rewards, dones, gamma),
+         "you ran the recursion along the FIRST axis (the episodes); time is the LAST axis: rewards[..., t], "
+         "dones[..., t], for t from rewards.shape[-1] − 1 down to 0"),
     ]
+
+
+def _along_first_axis(reference: Callable[..., torch.Tensor], *tensors_then_args) -> torch.Tensor | None:
+    """``reference`` run along the first axis instead of the last (None for 1-d inputs, where they agree)."""
+    tensors = [x for x in tensors_then_args if isinstance(x, torch.Tensor)]
+    args = [x for x in tensors_then_args if not isinstance(x, torch.Tensor)]
+    if tensors[0].dim() < 2:
+        return None
+    return reference(*(x.movedim(0, -1) for x in tensors), *args).movedim(-1, 0)
 
 
 def _check_returns_case(c: Check, fn: Callable, rewards: torch.Tensor, dones: torch.Tensor, gamma: float,
@@ -235,7 +250,8 @@ def check_discounted_returns(c: Check, fn: Callable) -> None:
     row, the maze's success and failure) and against ``minirl.discounted_returns`` on seeded random
     inputs of shapes [time], [episode, time] and [2, 3, time]. Catches no discount, a discount counted
     from the start instead of from t, a forward sum, no reset (or a late reset) at the episode end, the
-    whole episode's return on every step, and edits of the inputs in place."""
+    whole episode's return on every step, γ on the reward instead of on the future, the recursion
+    along the first axis, and edits of the inputs in place."""
     for rewards, dones, gamma, want in RETURNS_HAND_CASES:  # the hand-worked cases first: readable failures
         r, d = torch.tensor(rewards), torch.tensor(dones)
         with c.worked_example():
@@ -431,6 +447,12 @@ def _gae_mistakes(rewards, values, next_values, dones, gamma, lam) -> list[tuple
         (_ref_discounted_returns(rewards, dones, gamma) - values,
          "you returned G_t − V(s_t), the Monte Carlo advantage (lam = 1 with a consistent V); use the TD errors "
          "of the given next_values: " + delta + ", " + recursion),
+        (_ref_compute_gae(rewards, values, next_values, dones, lam, gamma) if gamma != lam else None,
+         f"you swapped gamma and lam (called with gamma={gamma:g}, lam={lam:g}): the arguments are (rewards, values, "
+         "next_values, dones, gamma, lam); γ discounts the TD error's bootstrap, γλ the recursion"),
+        (_along_first_axis(_ref_compute_gae, rewards, values, next_values, dones, gamma, lam),
+         "you ran the recursion along the FIRST axis (the episodes); time is the LAST axis: x[..., t], for t "
+         "from the last step down to 0"),
     ]
 
 
@@ -463,7 +485,8 @@ def check_compute_gae(c: Check, fn: Callable) -> None:
     against ``minirl.compute_gae`` on seeded random inputs of shapes [episode, time], [time] and
     [2, 3, time]. Catches λ ignored, only δ, λ instead of γλ (and γλ in δ), a bootstrap or a
     recursion past the episode end, a forward recursion, δ without −V(s_t), values[t + 1] instead
-    of next_values[t], and returning the value targets A + V."""
+    of next_values[t], gamma and lam swapped, the recursion along the first axis, and returning the
+    value targets A + V."""
     for rewards, values, next_values, dones, gamma, lam, want in GAE_HAND_CASES:  # hand-worked first: readable
         inputs = tuple(torch.tensor(x) for x in (rewards, values, next_values, dones))
         with c.worked_example():

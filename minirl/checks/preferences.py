@@ -181,7 +181,8 @@ def _dpo_with(pc, pr, rc, rr, beta, *, reward="log_ratio", combine="difference",
         "ratio": lambda: (beta * (pc - rc).exp(), beta * (pr - rr).exp()),
         "divided": lambda: ((pc - rc) / beta, (pr - rr) / beta),
     }[reward]()
-    z = {"difference": chosen - rejected, "reversed": rejected - chosen, "chosen_only": chosen}[combine]
+    z = {"difference": chosen - rejected, "reversed": rejected - chosen, "chosen_only": chosen,
+         "sum": chosen + rejected}[combine]
     per_pair = F.logsigmoid(z)
     return sign * (per_pair.mean() if reduce == "mean" else per_pair.sum())
 
@@ -211,6 +212,11 @@ def _dpo_mistakes(pc, pr, rc, rr, beta) -> list[tuple[torch.Tensor | None, str]]
         (wrong(reduce="sum"), "you summed over the pairs; take the mean"),
         (wrong(combine="chosen_only"), "the loss compares the two responses: −log σ(chosen_rewards − "
                                        "rejected_rewards); yours only uses the chosen one"),
+        (wrong(combine="sum"), "you added the two rewards; the margin is their DIFFERENCE, chosen_rewards − "
+                               "rejected_rewards"),
+        (-F.logsigmoid(beta * ((pc - rr) - (pr - rc))).mean(),
+         "you subtracted each response's reference log-prob from the OTHER response: the chosen reward is "
+         "β (log π(y_w) − log π_ref(y_w)), the rejected β (log π(y_l) − log π_ref(y_l))"),
     ]
 
 
@@ -272,12 +278,14 @@ def check_dpo_loss(c: Check, fn: Callable) -> None:
     -> (loss, chosen_rewards, rejected_rewards)`` on hand cases (β = 0.5 and 0.1; a confident policy with
     margins of −195.5 and 140.5, where the loss must stay finite) and against ``minirl.dpo_loss`` on seeded random
     log-probs, plus the gradient by autograd. Catches a flipped sign, the margin reversed, β forgotten,
-    divided by or outside the sigmoid, the reference log-probs ignored, probabilities or ratios instead of
-    log-probs, a sum instead of the mean, only the chosen term, log(sigmoid(·)) that overflows, rewards
+    divided by or outside the sigmoid, the reference log-probs ignored or crossed, probabilities or ratios
+    instead of log-probs, a sum instead of the mean, only the chosen term, the two rewards added,
+    log(sigmoid(·)) that overflows, rewards
     without β, without the reference, upside down or swapped, rewards not detached, no gradient, and edits of
     the inputs."""
-    for beta, want in DPO_HAND.items():
-        _check_dpo_case(c, fn, DPO_HAND_LOGPS, beta, want, f"the worked example, beta={beta:g}")
+    with c.worked_example():  # two log-probs per tensor: several mistakes can give the same numbers here
+        for beta, want in DPO_HAND.items():
+            _check_dpo_case(c, fn, DPO_HAND_LOGPS, beta, want, f"the worked example, beta={beta:g}")
     gen = _generator(2)
     # sequence log-probs of 4-token responses: sums of 4 token log-probs in [−3, 0]
     logps = tuple(-3.0 * torch.rand(5, 4, generator=gen).sum(-1) for _ in range(4))
@@ -332,6 +340,11 @@ def _process_mistakes(prompts: torch.Tensor, responses: torch.Tensor) -> list[tu
         (1.0 - correct, "inverted: 1.0 where the token MATCHES the sorted prompt, 0.0 elsewhere"),
         (no_unsqueeze, "compare each response with its OWN prompt's sorted version: sorted_prompts.unsqueeze(1) "
                        "has shape [batch, 1, pos] and broadcasts over the trial axis"),
+        (correct / pos, f"you divided by the number of positions ({pos}); the process reward is 1.0 at each matching "
+                        "position, so that its sum over positions is the outcome reward sort_distance_reward"),
+        ((responses.sort(dim=-1).values == target).float(),
+         "you sorted the responses too: compare each response as it was written with the sorted prompt (the prompt "
+         "itself must not score)"),
     ]
 
 
@@ -359,8 +372,9 @@ def check_per_position_reward(c: Check, fn: Callable) -> None:
     ``reference_per_position_reward`` on seeded prompts with repeated numbers, one batch with as many
     prompts as responses per prompt (so a missing unsqueeze broadcasts silently). Catches a comparison
     with the prompt instead of the sorted prompt, a decreasing sort, a sort along the wrong axis, argsort,
-    tokens found anywhere, a prefix-only reward, a per-response instead of a per-position reward,
-    booleans instead of floats, and edits of the inputs in place."""
+    tokens found anywhere, a prefix-only reward, a per-response instead of a per-position reward, a
+    reward divided by the length, sorted responses, booleans instead of floats, and edits of the inputs
+    in place."""
     _check_process_case(c, fn, torch.tensor(PROCESS_HAND_PROMPTS), torch.tensor(PROCESS_HAND_RESPONSES),
                         torch.tensor(PROCESS_HAND_WANT), "prompts [[3, 1, 2], [2, 0, 2]]")
     gen = _generator(3)

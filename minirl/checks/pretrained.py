@@ -82,6 +82,10 @@ def _mistakes(r: torch.Tensor) -> list[tuple[float, str]]:
                                      "return the fraction whose rewards are all equal"),
         (float(all_equal.sum()), f"you returned the number of such groups; divide by the number of groups "
                                  f"(batch = {batch}) to get a fraction"),
+        (float(all_equal.sum()) / (batch * trial),
+         f"you divided by the number of rewards (batch × trial = {batch * trial}); divide by the number of groups, "
+         f"batch = {batch}"),
+        (100.0 * _fraction(all_equal), "you returned a percentage; return the fraction, a number in [0, 1]"),
         (_fraction((r == 0).all(dim=1)), "you counted only the groups where every reward is 0; a group that is all "
                                          "right (or all equally half-right) gives zero advantage too"),
         (_fraction((r == r.max()).all(dim=1)), "you counted only the groups where every response gets the best "
@@ -143,9 +147,9 @@ def _check_case(c: Check, fn: Callable, rewards: list[list[float]] | torch.Tenso
 def check_zero_variance_fraction(c: Check, fn: Callable) -> None:
     """``fn(rewards[batch, trial]) -> float``: the fraction of groups (rows) whose rewards are all exactly equal
     (the library's rule, the groups ``compute_deltas`` zeroes). Catches the complement, a count, only the
-    all-0 or all-best groups, a fraction of responses, equality with the mean, the wrong axis, std == 0 (an
-    all-equal float32 group has a std of ~1e-7), a tolerance (groups differing by 0.02 down to one ulp counted
-    as equal), a tensor returned, in-place edits."""
+    all-0 or all-best groups, a fraction of responses, a count over all rewards, a percentage, equality with
+    the mean, the wrong axis, std == 0 (an all-equal float32 group has a std of ~1e-7), a tolerance (groups
+    differing by 0.02 down to one ulp counted as equal), a tensor returned, in-place edits."""
     _check_case(c, fn, ZV_REWARDS, ZV_EXPECTED, "12 groups of the task's rewards (7 all equal)")
     _check_case(c, fn, ZV_ANY, ZV_ANY_EXPECTED, "6 groups of any rewards (2 all equal)")
     _check_case(c, fn, [[0.2, 0.2], [1.2, 0.0]], 0.5, "2 groups of 2")
