@@ -13,8 +13,26 @@ other names. This module says which, in code:
   ``TrainConfig`` (a text task) with TRL, and ``trl_history(trainer)``: its logs as a minirl ``History``.
 
 The tests (``tests/test_trl_parity.py``) build a ``GRPOTrainer`` around a model, hand it such a batch and
-check that TRL's own loss and gradients equal ``policy_loss``'s to 1e-5, for grpo, dapo, gspo, dr_grpo and
-TRL's bnpo, with and without the KL term and with asymmetric clipping.
+check that TRL's own loss and gradients equal ``policy_loss``'s to 1e-5 of their scale, for grpo, dapo,
+gspo and dr_grpo, with and without the KL term and with asymmetric clipping; and they run one optimizer
+step of a ``grpo_trainer`` whose micro-batches are smaller than the batch (TRL's gradient accumulation)
+and find minirl's whole-batch loss and gradient.
+
+Gradient accumulation and several processes (TRL 1.16, ``GRPOTrainer._compute_loss``): minirl normalises
+every micro-batch by the *whole* batch's counts (``policy_update``), so its micro-batches add up to the
+whole batch's loss. TRL's loss types do this or not:
+
+- ``"grpo"`` (sequence_mean) and ``"dr_grpo"`` (constant) divide each micro-batch's mean by
+  ``gradient_accumulation_steps``; micro-batches hold equally many responses, and processes too, whose
+  gradients DDP averages: the whole batch's mean, exactly;
+- ``"dapo"`` (token_mean) divides by ``num_items_in_batch``, the real tokens of the whole generation batch
+  gathered over every process (then rescaled by processes and accumulation steps): the whole batch's token
+  mean, exactly;
+- ``"bnpo"`` divides each micro-batch by its *own* token count (then by the accumulation steps): a token of a
+  micro-batch of short responses weighs more. It is token_mean only when there is one micro-batch on one
+  process, so ``LOSS_TYPES`` maps token_mean to ``"dapo"``;
+- the entropy bonus is a token mean per micro-batch (and per process), whatever the loss type:
+  ``grpo_trainer`` refuses ``entropy_coef > 0`` with more than one micro-batch or process.
 
 Two differences to know (both in ``KNOBS``):
 
@@ -33,6 +51,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import tempfile
+import time
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -51,17 +70,19 @@ __all__ = ["KNOBS", "LOSS_TYPES", "TRL_ADVANTAGE_EPS", "grpo_config_kwargs", "gr
 # TRL's advantage: (r − mean_group r) / (std_group r + 1e-4), std with Bessel's correction (as torch.std).
 TRL_ADVANTAGE_EPS = 1e-4
 
-# minirl's aggregation -> TRL's loss_type. TRL's "dapo" is "bnpo" normalised by the token count of the whole
-# generation batch (num_items_in_batch): the same as token_mean when one batch is one optimizer step.
-LOSS_TYPES = {"sequence_mean": "grpo", "token_mean": "bnpo", "constant": "dr_grpo"}
+# minirl's aggregation -> TRL's loss_type. token_mean is "dapo", not "bnpo": "dapo" divides every micro-batch by
+# the real tokens of the whole generation batch (num_items_in_batch, over all processes), "bnpo" by its own
+# micro-batch's (the two agree only with one micro-batch on one process). See the module docstring.
+LOSS_TYPES = {"sequence_mean": "grpo", "token_mean": "dapo", "constant": "dr_grpo"}
 
 # (minirl knob, GRPOConfig field, how they correspond)
 KNOBS: list[tuple[str, str, str]] = [
     ("clip_eps_low", "epsilon", "ε_low: the ratio is clipped below at 1 − ε_low"),
     ("clip_eps_high", "epsilon_high", "ε_high (clip-higher, DAPO); None = ε_low in both"),
     ("ratio_level", "importance_sampling_level", '"token" or "sequence" (GSPO\'s length-normalised ratio)'),
-    ("aggregation", "loss_type", '"sequence_mean" = "grpo"; "token_mean" = "bnpo" (one step per batch: also '
-     '"dapo"); "constant" = "dr_grpo" (its constant is max_completion_length)'),
+    ("aggregation", "loss_type", '"sequence_mean" = "grpo"; "token_mean" = "dapo" (÷ the real tokens of the whole '
+     'generation batch, on every process; "bnpo" ÷ each micro-batch\'s own: the same only with one micro-batch '
+     'on one process); "constant" = "dr_grpo" (its constant is max_completion_length)'),
     ("delta_mode", "scale_rewards", '"normalized_rewards" = "group" (ε 1e-4 in TRL, 1e-6 in minirl); '
      '"centered_rewards" = "none"; "rewards" (no baseline): no counterpart'),
     ("kl_coef", "beta", "β of the k3 KL to π_ref; TRL also needs use_bias_correction_kl=False (its default "
@@ -70,16 +91,18 @@ KNOBS: list[tuple[str, str, str]] = [
     ("ref_refresh_every", "sync_ref_model, ref_model_sync_steps, ref_model_mixup_alpha=1.0",
      "π_ref ← π_θ every N steps; TRL counts optimizer steps (N × inner_epochs) and by default mixes "
      "(α = 0.6) instead of copying"),
-    ("entropy_coef", "entropy_coef", "− c · mean entropy per real token"),
-    ("importance_ratio=False", "(none)", "TRL always has the ratio; with num_iterations = 1 it is 1 and the "
-     "gradient is the same"),
+    ("entropy_coef", "entropy_coef", "− c · mean entropy per real token; TRL takes the mean per micro-batch and "
+     "per process, so it equals minirl's whole-batch mean only with one micro-batch on one process"),
+    ("importance_ratio=False", "(none)", "TRL always has the ratio (with num_iterations = 1 it is 1: the same "
+     "gradient); minirl's rungs without it also have no clipping, which grpo_config_kwargs refuses"),
     ("advantage_level=\"token\"", "(none)", "one advantage per position (a process reward): TRL's advantages "
      "are one per response"),
     ("TrainConfig.group_size", "num_generations", "responses per prompt"),
     ("TrainConfig.prompts_per_step", "generation_batch_size", "TRL counts responses: prompts_per_step × "
      "group_size"),
     ("TrainConfig.micro_batch_size", "per_device_train_batch_size", "TRL counts responses: micro_batch_size × "
-     "group_size (gradient_accumulation_steps = prompts_per_step / micro_batch_size)"),
+     "group_size (gradient_accumulation_steps = prompts_per_step / micro_batch_size); with "
+     "\"grpo\", \"dapo\" and \"dr_grpo\" the micro-batches add up to the whole batch's loss, as minirl's"),
     ("TrainConfig.temperature", "temperature", "sampling temperature; log-probs of the loss use it too"),
     ("TrainConfig.learning_rate, lr_schedule", "learning_rate, lr_scheduler_type", 'minirl\'s default "cosine" '
      '(to 0 at the last step); TRL\'s default is "linear"'),
@@ -105,8 +128,10 @@ def grpo_config_kwargs(algo: str | AlgoConfig, max_length: int) -> dict[str, Any
 
     ``max_length`` is the response budget (``max_completion_length``; also the constant of Dr GRPO's
     ``"constant"`` aggregation). Raises ``ValueError`` for knobs TRL has no counterpart for: no
-    baseline (``delta_mode="rewards"``), no ratio with several inner epochs, no clipping, or one
-    advantage per position.
+    baseline (``delta_mode="rewards"``), one advantage per position, or no clipping (``clip_eps_low=None``;
+    every rung without the importance ratio is one, since ``AlgoConfig`` allows no clip without a ratio).
+    The π_ref sync fields are set only with a KL term and a refresh: TRL raises ``ValueError`` on
+    ``sync_ref_model=True`` with ``beta=0``.
     """
     algo = get_algorithm(algo)
     if not (isinstance(max_length, int) and max_length > 0):
@@ -117,10 +142,8 @@ def grpo_config_kwargs(algo: str | AlgoConfig, max_length: int) -> dict[str, Any
     if algo.advantage_level != "sequence":
         raise ValueError(f"{algo.name}: advantage_level {algo.advantage_level!r} has no TRL counterpart "
                          "(TRL's advantages are one per response)")
-    if algo.clip_eps_low is None:
+    if algo.clip_eps_low is None:  # also every importance_ratio=False: AlgoConfig ties it to no clipping
         raise ValueError(f"{algo.name}: clip_eps_low=None (no clipping) has no TRL counterpart")
-    if not algo.importance_ratio and algo.inner_epochs > 1:
-        raise ValueError(f"{algo.name}: importance_ratio=False with inner_epochs > 1 has no TRL counterpart")
     kwargs: dict[str, Any] = {
         "loss_type": LOSS_TYPES[algo.aggregation],
         "epsilon": algo.clip_eps_low,
@@ -133,7 +156,7 @@ def grpo_config_kwargs(algo: str | AlgoConfig, max_length: int) -> dict[str, Any
         "entropy_coef": algo.entropy_coef,
         "max_completion_length": max_length,
     }
-    if algo.ref_refresh_every is not None and algo.kl_coef > 0:  # without a KL term π_ref is not used
+    if algo.ref_refresh_every is not None and algo.kl_coef > 0:  # without a KL term TRL has no π_ref to sync
         kwargs.update(sync_ref_model=True, ref_model_sync_steps=algo.ref_refresh_every * algo.inner_epochs,
                       ref_model_mixup_alpha=1.0)
     return kwargs
@@ -216,10 +239,18 @@ def grpo_trainer(config: TrainConfig, model, tokenizer, max_new_tokens: int, *, 
     a KL term: TRL then loads π_ref from it); ``tokenizer`` renders the prompts (a ``CausalLMPolicy``'s);
     ``max_new_tokens`` is the response budget. From ``config``: the task (its prompts as a dataset, its
     reward as a reward function), the algorithm's knobs (``grpo_config_kwargs``), the steps, prompts per
-    step, group size, micro-batch, learning rate and schedule, gradient clipping, temperature and seed.
-    Sampling is plain (no top-k, no top-p), as minirl's. Not carried over: the evaluations (run
-    ``minirl.train.evaluate`` on ``trainer.model`` afterwards), ``max_seconds`` and ``threads`` (set
-    ``torch.set_num_threads`` yourself). ``overrides`` go to ``GRPOConfig`` last.
+    step, group size, micro-batch (TRL's gradient accumulation: with ``grpo_config_kwargs``'s loss types the
+    micro-batches add up to the whole batch's loss, as in minirl), learning rate and schedule, gradient
+    clipping, temperature and seed. Sampling is plain (no top-k, no top-p), as minirl's. Not carried over:
+    the evaluations (run ``minirl.train.evaluate`` on ``trainer.model`` afterwards), ``max_seconds`` and
+    ``threads`` (set ``torch.set_num_threads`` yourself). ``overrides`` go to ``GRPOConfig`` last. Under
+    ``accelerate launch`` each of the N processes takes ``prompts_per_step`` prompts a step (a batch N times
+    larger), and the dataset holds N times the prompts, so that none repeats.
+
+    Raises ``ValueError`` for an entropy bonus (``entropy_coef > 0``) with more than one micro-batch or
+    process: TRL takes the entropy's mean per micro-batch and per process, not over the whole batch.
+    The trainer also logs ``gen_seconds``, the seconds of each batch's sampling (TRL's ``_generate``:
+    tokenising the prompts and ``generate``), which ``trl_history`` reads back.
     """
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from transformers import PrinterCallback
@@ -247,12 +278,39 @@ def grpo_trainer(config: TrainConfig, model, tokenizer, max_new_tokens: int, *, 
         max_grad_norm=config.max_grad_norm or 0.0, temperature=config.temperature, top_k=0, top_p=1.0,
         **grpo_config_kwargs(algo, max_new_tokens))
     fields.update(overrides)
-    trainer = GRPOTrainer(model=model, reward_funcs=[text_task_reward(config.task)], args=GRPOConfig(**fields),
+    args = GRPOConfig(**fields)
+    if args.entropy_coef > 0 and (args.gradient_accumulation_steps > 1 or args.world_size > 1):
+        raise ValueError(
+            f"entropy_coef = {args.entropy_coef} with {args.gradient_accumulation_steps} micro-batches on "
+            f"{args.world_size} process(es): TRL takes the entropy bonus's mean per micro-batch and per process, "
+            "minirl over the whole batch (the two differ when micro-batches hold different token counts); use "
+            "one micro-batch (micro_batch_size=None) on one process, or entropy_coef=0")
+    # each of the world_size processes draws prompts_per_step prompts a step: enough prompts that none repeats
+    prompts = config.prompts_per_step * config.steps * args.world_size
+    trainer = GRPOTrainer(model=model, reward_funcs=[text_task_reward(config.task)], args=args,
                           processing_class=tokenizer,
-                          train_dataset=text_task_dataset(config.task, config.prompts_per_step * config.steps,
-                                                          seed=config.seed))
+                          train_dataset=text_task_dataset(config.task, prompts, seed=config.seed))
     trainer.remove_callback(PrinterCallback)  # no dict printed per step (the progress bar stays)
+    _time_sampling(trainer)
     return trainer
+
+
+def _time_sampling(trainer) -> None:
+    """Log ``gen_seconds`` (the time of each call of the trainer's ``_generate``: tokenise the prompts and
+    sample, once per batch of samples) among TRL's own metrics, which ``GRPOTrainer.log`` averages per log
+    line. TRL times it too, but reports that only to wandb, mlflow or trackio."""
+    generate = getattr(trainer, "_generate", None)
+    if generate is None:  # another TRL version: no sampling time, the rest works
+        return
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        out = generate(*args, **kwargs)
+        trainer._metrics["train" if trainer.model.training else "eval"]["gen_seconds"].append(
+            time.perf_counter() - start)
+        return out
+
+    trainer._generate = timed
 
 
 # TRL's log keys -> minirl's History metrics (the ones both loops measure alike). Not TRL's
@@ -260,24 +318,33 @@ def grpo_trainer(config: TrainConfig, model, tokenizer, max_new_tokens: int, *, 
 # has a std of 1.3e-7 (0.2s: 1.6e-8), so with the text tasks' rewards it misses most all-equal groups.
 # minirl's zero_variance_groups compares the rewards themselves.
 TRL_METRICS = {"reward": "reward", "completions/mean_length": "response_length", "entropy": "entropy",
-               "kl": "kl", "grad_norm": "grad_norm"}
+               "kl": "kl", "grad_norm": "grad_norm", "gen_seconds": "gen_seconds"}
 
 
 def trl_history(trainer, label: str = "TRL GRPOTrainer") -> History:
     """The logs of a trained ``GRPOTrainer`` as a minirl ``History``: one record per batch of samples
     (minirl's step, numbered from 1; TRL logs one line per gradient step, and only the first of a batch's
     ``num_iterations`` has the rewards), with reward, response_length, entropy, kl (when β > 0),
-    grad_norm (of the batch's first gradient step) and wall_time (seconds since training began, summed
-    from TRL's ``step_time``, at the batch's last gradient step)."""
+    grad_norm (of the batch's first gradient step), wall_time (seconds since training began, summed
+    from TRL's ``step_time``, at the batch's last gradient step) and, for a trainer from ``grpo_trainer``,
+    gen_seconds (the batch's sampling) and update_seconds (the rest of its steps' ``step_time``: rewards,
+    π_old/π_ref scoring and the gradient steps), as minirl's loop logs them."""
     history = History(label=label, seed=trainer.args.seed)
-    elapsed = 0.0
+    elapsed = batch_seconds = 0.0
     for log in trainer.state.log_history:
         if "step_time" not in log:  # the summary line at the end of training
             continue
         elapsed += log["step_time"]
         if "reward" in log:  # the first gradient step on a new batch of samples
+            batch_seconds = log["step_time"]
             history.log(step=len(history) + 1, wall_time=elapsed,
                         **{mine: log[theirs] for theirs, mine in TRL_METRICS.items() if theirs in log})
         elif history.records:
+            batch_seconds += log["step_time"]
             history.records[-1]["wall_time"] = elapsed
+        else:
+            continue
+        record = history.records[-1]
+        if "gen_seconds" in record:
+            record["update_seconds"] = batch_seconds - record["gen_seconds"]
     return history

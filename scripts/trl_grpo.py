@@ -9,7 +9,8 @@ One process (what CI runs, on the tiny model)::
     python scripts/trl_grpo.py --model tiny --steps 2
 
 Several GPUs (one process per GPU; each takes --prompts-per-step prompts a step, so the batch grows
-with the number of processes) and a model from the hub::
+with the number of processes; with the loss types ``grpo_config_kwargs`` picks, the averaged gradient is
+that of minirl's loss on the whole batch of every process) and a model from the hub::
 
     accelerate launch --config_file scripts/accelerate_multi_gpu.yaml scripts/trl_grpo.py \\
         --model HuggingFaceTB/SmolLM2-135M-Instruct --steps 100 --bf16

@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from minirl.algorithms import ALGORITHMS, AlgoConfig
-from minirl.trl_bridge import KNOBS, grpo_config_kwargs, knob_table
+from minirl.lm_train import lm_algorithm
+from minirl.trl_bridge import KNOBS, LOSS_TYPES, grpo_config_kwargs, knob_table
 
 
 def test_knob_table_covers_every_algo_knob():
@@ -22,21 +23,32 @@ def test_readme_has_the_knob_table():
     assert knob_table() in readme, "README's TRL knob table is stale: paste minirl.trl_bridge.knob_table() there"
 
 
+def test_loss_types_normalise_by_the_whole_batch():
+    """token_mean is TRL's "dapo" (÷ the whole generation batch's tokens), never "bnpo" (÷ each micro-batch's)."""
+    assert LOSS_TYPES == {"sequence_mean": "grpo", "token_mean": "dapo", "constant": "dr_grpo"}
+    assert '"token_mean" = "dapo"' in knob_table()
+
+
 def test_grpo_config_kwargs_maps_the_presets():
     dapo = grpo_config_kwargs("dapo", 16)
-    assert dapo["loss_type"] == "bnpo" and (dapo["epsilon"], dapo["epsilon_high"]) == (0.2, 0.28)
+    assert dapo["loss_type"] == "dapo" and (dapo["epsilon"], dapo["epsilon_high"]) == (0.2, 0.28)
     assert dapo["beta"] == 0.0 and "sync_ref_model" not in dapo and dapo["max_completion_length"] == 16
     grpo = grpo_config_kwargs("grpo", 8)
     assert grpo["loss_type"] == "grpo" and grpo["epsilon_high"] == grpo["epsilon"] == 0.2
     assert grpo["scale_rewards"] == "group" and grpo["use_bias_correction_kl"] is False
     assert (grpo["sync_ref_model"], grpo["ref_model_sync_steps"], grpo["ref_model_mixup_alpha"]) == (True, 80, 1.0)
+    lm_grpo = grpo_config_kwargs(lm_algorithm("grpo"), 8)  # β 0.02, π_ref never refreshed: no sync
+    assert lm_grpo["beta"] == 0.02 and "sync_ref_model" not in lm_grpo
+    no_kl = grpo_config_kwargs(ALGORITHMS["grpo"].with_(kl_coef=0.0), 8)  # a refresh, but no π_ref: no sync either
+    assert "sync_ref_model" not in no_kl
     assert grpo_config_kwargs("gspo", 8)["importance_sampling_level"] == "sequence"
     dr = grpo_config_kwargs("dr_grpo", 8)
     assert dr["loss_type"] == "dr_grpo" and dr["scale_rewards"] == "none"
 
 
 @pytest.mark.parametrize("algo, words", [("naive", "no baseline"), ("baselined", "no clipping"),
-                                         ("grpo_process", "one per response"), ("unclipped", "no clipping")])
+                                         ("normalized", "no clipping"), ("grpo_process", "one per response"),
+                                         ("unclipped", "no clipping")])
 def test_grpo_config_kwargs_refuses_what_trl_lacks(algo, words):
     with pytest.raises(ValueError, match=words):
         grpo_config_kwargs(ALGORITHMS[algo], 8)
