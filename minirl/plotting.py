@@ -108,7 +108,7 @@ def plot_reward_curves(
         (line,) = ax.plot(xs, mean, label=f"{label} ({seeds})")
         ax.fill_between(xs, lo, hi, color=line.get_color(), alpha=0.2, linewidth=0)
     ax.set_xlabel(X_LABELS.get(x, x))
-    ax.set_ylabel(METRIC_LABELS.get(metric, metric))
+    ax.set_ylabel(_wrap(METRIC_LABELS.get(metric, metric), 40))  # a long label would run past a short panel
     band_text = "± 1 std over seeds" if band == "std" else "min–max over seeds"
     ax.set_title(title if title is not None else f"{metric} (mean, band {band_text})")
     ax.grid(alpha=0.3)
@@ -125,13 +125,41 @@ def _smoothing_note(windows: set[int]) -> str | None:
 
 LM_PANELS = ("reward", "greedy_exact", "format_rate", "response_length", "kl", "entropy")
 
+# The y-axis of an LM panel: its unit, short enough to fit beside a short panel (the title names the metric).
+_LM_UNITS = {
+    "reward": "reward per sample",
+    "exact_match": "fraction of samples",
+    "format_rate": "fraction of samples",
+    "greedy_exact": "fraction of prompts",
+    "greedy_format": "fraction of prompts",
+    "sampled_exact": "fraction of prompts",
+    "response_length": "tokens",
+    "zero_variance_groups": "fraction of groups",
+    "reward_std": "reward",
+    "tokens_per_second": "tokens per second",
+    "entropy": "nats per token",
+    "kl": "nats per token",
+    "kl_old": "nats per token",
+    "clip_frac_low": "fraction of tokens",
+    "clip_frac_high": "fraction of tokens",
+    "loss": "loss",
+}
+
+
+def _wrap(text: str, width: int) -> str:
+    import textwrap
+
+    return "\n".join(textwrap.wrap(text, width)) or text
+
 
 def plot_lm_curves(runs: Mapping[str, Sequence[History]], metrics: Sequence[str] = LM_PANELS, smooth: int | None = None,
                    title: str | None = None):
     """The curves a language-model run needs, one panel each (default: reward, greedy accuracy on the evaluation
     prompts, format rate, response length, KL to π_ref, entropy), mean over seeds with a band. Metrics a run did not
-    record are left out, never drawn as zeros. Returns the Figure."""
+    record are left out, never drawn as zeros. Each panel's title names its metric and its y-axis gives the unit;
+    the layout is constrained, so no label runs into another or off the figure. Returns the Figure."""
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     first = next(iter(runs.values()))
     first = first[0] if not isinstance(first, History) else first
@@ -141,14 +169,15 @@ def plot_lm_curves(runs: Mapping[str, Sequence[History]], metrics: Sequence[str]
         raise ValueError(f"none of {list(metrics)} is recorded; the runs have {sorted(recorded)}")
     cols = min(3, len(shown))
     rows = (len(shown) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.6 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False, layout="constrained")
     for ax, metric in zip(axes.flat, shown):
         is_eval = metric not in first.metrics
         plot_reward_curves(runs, metric, ax=ax, smooth=1 if is_eval else smooth,
-                           title=METRIC_LABELS.get(metric, metric))
+                           title=_wrap(METRIC_LABELS.get(metric, metric), 48))
+        ax.set_ylabel(_LM_UNITS.get(metric, _wrap(METRIC_LABELS.get(metric, metric), 28)))
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers, even in a 4-step run
     for ax in list(axes.flat)[len(shown):]:
         ax.set_visible(False)
     if title:
         fig.suptitle(title)
-    fig.tight_layout()
     return fig
