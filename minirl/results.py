@@ -119,6 +119,7 @@ def machine() -> dict[str, Any]:
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "torch_threads": torch.get_num_threads(),
+        "nice": os.nice(0) if hasattr(os, "nice") else None,  # below 0: ran ahead of other jobs
         "gpu": gpu,
         "platform": platform.platform(terse=True),
         "python": platform.python_version(),
@@ -236,6 +237,7 @@ class Record:
         with os.fdopen(fd, "w") as f:
             json.dump(data, f, indent=1, sort_keys=False)
             f.write("\n")
+        os.chmod(tmp, 0o644)  # mkstemp makes it private; a record is for everyone to read
         os.replace(tmp, target)
         print(f"results: saved {_display(target)}", flush=True)
         return target
@@ -304,6 +306,8 @@ def summary_line(data: Mapping[str, Any]) -> str:
     device = m.get("gpu") or f"{m.get('cores')} CPU cores ({m.get('cpu')})"
     load = (data.get("load") or {}).get("others_busy")
     busy = "" if load is None else (", idle" if load < 0.1 else f", other jobs used {load:.0%} of the cores")
+    if (m.get("nice") or 0) < 0 and load is not None and load >= 0.1:
+        busy += f" (this run at a higher priority, nice {m['nice']})"
     commit = (data.get("commit") or "?")[:7] + (" + uncommitted changes" if data.get("dirty") else "")
     return (f"{device}{busy}; commit {commit}, {str(data.get('date', '?'))[:10]}; "
             f"`{data.get('command', '?')}`")
