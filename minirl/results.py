@@ -251,9 +251,12 @@ def _display(path: Path) -> str:
 
 
 def _jsonable(value: Any) -> Any:
-    """Numbers, strings, lists and dicts only (numpy and torch scalars become floats, NaN becomes None)."""
+    """Numbers, strings, lists and dicts only: numpy and torch scalars become floats kept to 7 significant
+    digits (a probability of 1e-14 stays 1e-14), arrays and tensors become lists, NaN and infinities None."""
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
+    if hasattr(value, "tolist") and getattr(value, "ndim", 0) > 0:  # numpy arrays, torch tensors
+        value = value.tolist()
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
     if isinstance(value, bool) or value is None or isinstance(value, str):
@@ -266,7 +269,7 @@ def _jsonable(value: Any) -> Any:
         return str(value)
     if number != number or number in (float("inf"), float("-inf")):
         return None
-    return round(number, 6)
+    return float(f"{number:.7g}")
 
 
 def history_figures(history, last: int = 5) -> dict[str, Any]:
@@ -387,12 +390,13 @@ def _device_words(data: Mapping[str, Any]) -> str:
     return m.get("gpu") or f"{m.get('cores')} CPU cores"
 
 
-def full_mode(number: str, lines: Mapping[str, str], device: str = "cpu") -> dict[str, Any]:
+def full_mode(number: str, lines: Mapping[str, str], device: str = "cpu") -> None:
     """Print figures of this notebook's full-mode run, from its record ``results/notebook_NN_full_<device>.json``.
 
     ``lines`` maps a label to a format string over the recorded figures, e.g.
     ``{"hack rate after step 30": "{hack_rate_30:.0%}"}``. The first line says where the figures come from
-    (machine, load, commit, date). Returns the figures (empty when there is no record yet).
+    (machine, load, commit, date). Returns nothing, so the cell shows only the printed lines (use ``load`` for the
+    figures themselves).
 
     The text of a notebook quotes full-mode figures only through such a cell, tagged ``nbval-check-output`` in
     the solution notebook, so a new record that changes a figure makes the test suite fail until the stored
@@ -401,7 +405,7 @@ def full_mode(number: str, lines: Mapping[str, str], device: str = "cpu") -> dic
     path = results_path(f"notebook_{number}_full_{device}")
     if not path.exists():
         print(f"Full mode: no stored record yet (results/{path.name}).")
-        return {}
+        return
     data = json.loads(path.read_text())
     figures = data["figures"]
     print(f"Full mode, recorded in results/{path.name} ({summary_line(data)}):")
@@ -411,7 +415,6 @@ def full_mode(number: str, lines: Mapping[str, str], device: str = "cpu") -> dic
         except KeyError as err:
             raise KeyError(f"results/{path.name} has no figure {err}; it has {sorted(figures)}") from None
         print(f"  {label}: {text}")
-    return figures
 
 
 def _execute_notebook(path: Path, env: dict[str, str], timeout: int):
