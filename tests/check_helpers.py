@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 import torch
 
 import minirl
@@ -98,6 +99,13 @@ def stub(*args, **kwargs):
 
 
 FLOAT32_EPS = 2.0**-23  # torch.finfo(torch.float32).eps: one ulp of 1.0
+
+
+def float32_approx(expected, ulps: int = 16):
+    """``pytest.approx`` for a float32 result of a few operations against a float64 constant: within ``ulps``
+    float32 ulps of max(|expected|, 1) — relative to the value's scale (never a bare absolute tolerance), with
+    the checks' unit scale as the floor so that a result that should be 0 may carry the rounding of its inputs."""
+    return pytest.approx(expected, rel=ulps * FLOAT32_EPS, abs=ulps * FLOAT32_EPS)
 
 
 def nudged(value, ulps: int = 64):

@@ -8,7 +8,7 @@ from collections import Counter
 import pytest
 import torch
 import torch.nn.functional as F
-from check_helpers import ALL_CHECKS, REFERENCES, caught, run
+from check_helpers import ALL_CHECKS, REFERENCES, caught, float32_approx, run
 from einops import einsum, reduce, repeat
 
 import minirl
@@ -400,7 +400,7 @@ def test_compute_loss_probe_constants_match_the_reference():
     old = lp - torch.tensor(PROBE_RATIOS).log()
     for (mode, eps), value in PROBE_LOSS.items():
         got = minirl.compute_loss(lp, torch.tensor(PROBE_DELTAS), mode, old, eps)
-        assert got.item() == pytest.approx(value, abs=1e-6), (mode, eps)
+        assert got.item() == float32_approx(value), (mode, eps)
 
 
 def test_compute_loss_exp_of_ratio_forms_accepted(capsys):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 import torch.nn.functional as F
-from check_helpers import caught, run, stub
+from check_helpers import caught, float32_approx, run, stub
 
 from minirl import losses
 from minirl.checks import preferences as checks
@@ -56,15 +56,15 @@ def test_checks_leave_the_global_rng_alone(check, capsys):
 
 def test_hand_constants_match_the_references():
     for rc, rr, want, _ in [*checks.BT_HAND_CASES, checks.BT_BIG]:
-        assert losses.bradley_terry_loss(torch.tensor(rc), torch.tensor(rr)).item() == pytest.approx(want, abs=1e-5)
+        assert losses.bradley_terry_loss(torch.tensor(rc), torch.tensor(rr)).item() == float32_approx(want)
     logps = [torch.tensor(x) for x in checks.DPO_HAND_LOGPS]
     for beta, (loss, chosen, rejected) in checks.DPO_HAND.items():
         got = losses.dpo_loss(*logps, beta)
-        assert got[0].item() == pytest.approx(loss, abs=1e-6)
-        assert got[1].tolist() == pytest.approx(chosen) and got[2].tolist() == pytest.approx(rejected)
+        assert got[0].item() == float32_approx(loss)
+        assert got[1].tolist() == float32_approx(chosen) and got[2].tolist() == float32_approx(rejected)
     beta, loss, chosen, rejected = checks.DPO_BIG
     got = losses.dpo_loss(*[torch.tensor(x) for x in checks.DPO_BIG_LOGPS], beta)
-    assert got[0].item() == pytest.approx(loss) and got[1].tolist() == chosen and got[2].tolist() == rejected
+    assert got[0].item() == float32_approx(loss) and got[1].tolist() == chosen and got[2].tolist() == rejected
     prompts, responses = torch.tensor(checks.PROCESS_HAND_PROMPTS), torch.tensor(checks.PROCESS_HAND_RESPONSES)
     task = SortingTask(vocab_size=4, length=3)
     assert task.per_position_rewards(prompts, responses).tolist() == checks.PROCESS_HAND_WANT
