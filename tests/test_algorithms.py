@@ -8,6 +8,7 @@ import torch
 from minirl import ALGORITHMS, make_model
 from minirl.losses import policy_loss
 from minirl.train import policy_update
+from tests.tolerances import assert_close_f32
 from toy_envs import SortingTask
 
 LADDER = ["naive", "baselined", "normalized", "unclipped", "clipped", "clipped_entropy", "grpo"]
@@ -39,7 +40,10 @@ def test_the_ratio_alone_gives_the_naive_gradient():
         policy_update(model, optimizer, algo, prompts, responses, None, advantages)
         grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
     assert grads[0].abs().sum() > 0
-    torch.testing.assert_close(grads[0], grads[1])
+    # ∇ρ = ρ ∇log π_θ with ρ = 1 computes the same sums through one more product (tests/tolerances.py): each entry
+    # adds 8 x 4 responses of 3 tokens (96 rows) and crosses the toy model's width-32 dot products at 3 positions
+    # and its 5-token softmax, forward and backward: ~300 terms
+    assert_close_f32(grads[0], grads[1], terms=300)
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))

@@ -168,6 +168,8 @@ def test_torch_policy_is_accepted():
     pi = uniform_policy(maze)
     V_torch = expected_returns(maze, torch.tensor(pi, dtype=torch.float32, requires_grad=True))
     assert isinstance(V_torch, np.ndarray) and V_torch.dtype == np.float64
+    # float32 probabilities (each within half an ulp, 6e-8, of the float64 ones) in a float64 programme of 6 steps
+    # whose terms are all positive: relative errors add, 6 x 6e-8 at most, under rtol
     np.testing.assert_allclose(V_torch, expected_returns(maze, pi), rtol=1e-6)
 
 

@@ -26,6 +26,7 @@ from minirl.maze_rl import (
     train_maze,
     value_loss,
 )
+from tests.tolerances import assert_close_f32
 from toy_envs.maze import Maze, expected_returns, uniform_policy
 
 RIGHT, LEFT, UP, DOWN = range(4)
@@ -67,9 +68,10 @@ def test_policy_starts_uniform_over_permitted_moves():
     probs = policy.probs()
     assert probs.shape == (maze.n_cells, 4)
     floor = ~maze.walls
-    np.testing.assert_allclose(probs.numpy()[floor], uniform_policy(maze)[floor], atol=1e-7)
+    # float32 softmaxes over at most 4 moves against the exact 1/k (tests/tolerances.py)
+    assert_close_f32(probs[torch.from_numpy(floor)].double(), torch.from_numpy(uniform_policy(maze)[floor]), terms=4)
     assert (probs.numpy()[~maze.permitted_mask() & floor[:, None]] == 0.0).all()  # exactly 0, not tiny
-    np.testing.assert_allclose(probs.sum(dim=1).numpy(), 1.0, atol=1e-6)
+    assert_close_f32(probs.sum(dim=1), torch.ones(maze.n_cells), terms=4)
     V = expected_returns(maze, probs)
     assert V[6, maze.start] == pytest.approx(10 / 81, rel=1e-6)
     assert exact_return(maze, policy) == pytest.approx(10 / 81, rel=1e-6)
@@ -207,7 +209,11 @@ def test_reinforce_gradient_equals_hand_computed_score_function():
 
     loss, metrics = surrogate_loss(policy, batch, adv, clip_eps=None)
     loss.backward()
-    np.testing.assert_allclose(policy.logits_table.grad.numpy(), expected, atol=1e-6)
+    # float32 against the float64 sum by hand (tests/tolerances.py): each entry adds up to n x horizon = 24 terms
+    # G·score / (n·horizon) and a 4-move softmax; the terms' size, G ≤ 10 (the goal's reward) over n·horizon, is
+    # the scale (an entry whose terms cancel is off by as much as the others)
+    scale = max(np.abs(expected).max(), 10.0 / (n * horizon))
+    assert_close_f32(policy.logits_table.grad.double(), torch.from_numpy(expected), terms=n * horizon + 4, scale=scale)
     assert metrics["ratio_mean"] == pytest.approx(1.0)
 
 
@@ -227,7 +233,8 @@ def test_reinforce_baseline_advantage_is_return_minus_mean_of_the_others():
     for i, t in [(i, t) for i in range(40) for t in range(4) if batch.mask[i, t]]:
         others = [j for j in range(40) if j != i and batch.mask[j, t]]
         baseline = float(np.mean([returns_to_go[j, t].item() for j in others])) if others else 0.0
-        assert adv[i, t].item() == pytest.approx(returns_to_go[i, t].item() - baseline, abs=1e-5)
+        # a mean of 39 returns of at most 10 (the goal's reward), in float32 (tests/tolerances.py)
+        assert_close_f32(adv[i, t].item(), returns_to_go[i, t].item() - baseline, terms=40, scale=10.0)
     assert (adv[batch.mask == 0] == 0).all()
 
 
@@ -240,7 +247,9 @@ def test_gae_bookkeeping_with_a_random_value_table():
     # λ = 1: the value terms telescope, so A_t + V(s_t) is the reward-to-go exactly
     adv, targets = maze_advantages(batch, "ppo", gamma=1.0, lam=1.0, value_model=value_model)
     returns_to_go, _ = maze_advantages(batch, "reinforce")
-    torch.testing.assert_close(targets, returns_to_go, atol=1e-5, rtol=0)
+    # the same sums by another route (tests/tolerances.py): over 4 steps, rewards and values of at most 10 each,
+    # added and subtracted twice per step
+    assert_close_f32(targets, returns_to_go, terms=16, scale=20.0)
     # λ = 0: the one-step TD error, by hand from the table
     adv0, _ = maze_advantages(batch, "ppo", gamma=0.9, lam=0.0, value_model=value_model)
     table = value_model.table.detach()
@@ -248,7 +257,8 @@ def test_gae_bookkeeping_with_a_random_value_table():
         s, k, s_next = int(batch.cells[i, t]), int(batch.steps_left[i, t]), int(batch.next_cells[i, t])
         bootstrap = 0.0 if batch.dones[i, t] or k == 1 else float(table[k - 1, s_next])
         delta = float(batch.rewards[i, t]) + 0.9 * bootstrap - float(table[k, s])
-        assert adv0[i, t].item() == pytest.approx(delta, abs=1e-5)
+        # r + γ V' − V in float32: three terms of at most 10 each (tests/tolerances.py)
+        assert_close_f32(adv0[i, t].item(), delta, terms=3, scale=10.0)
     assert (adv[batch.mask == 0] == 0).all()
 
 

@@ -20,6 +20,7 @@ from minirl.preferences import (
     train_reward_model,
 )
 from minirl.sampling import compute_log_probs
+from tests.tolerances import assert_close_f32
 from toy_envs.sorting import SortingTask
 
 LOG2 = math.log(2.0)
@@ -33,9 +34,12 @@ def test_response_log_probs_sums_token_log_probs():
     prompts = torch.tensor([[0, 1, 2], [4, 4, 1]])
     responses = torch.tensor([[1, 2, 0], [3, 3, 4]])
     tokens = compute_log_probs(prompts, responses.unsqueeze(1), model).squeeze(1)
-    torch.testing.assert_close(response_log_probs(model, prompts, responses), tokens.sum(-1))
+    # sums of 3 token log-probs, scored with another batch shape (tests/tolerances.py): the width-4 model's dot
+    # products at 3 positions, its 5-token softmax and the sum: ~25 terms, relative to the tokens' |log π|
+    assert_close_f32(response_log_probs(model, prompts, responses), tokens.sum(-1), terms=25, scale=tokens)
     mask = torch.tensor([[1, 1, 0], [1, 0, 0]])
-    torch.testing.assert_close(response_log_probs(model, prompts, responses, mask), (tokens * mask).sum(-1))
+    assert_close_f32(response_log_probs(model, prompts, responses, mask), (tokens * mask).sum(-1), terms=25,
+                     scale=tokens)
     grouped = response_log_probs(model, prompts, responses.unsqueeze(1))
     assert grouped.shape == (2, 1)
     with pytest.raises(ValueError, match="mask must have the shape of responses"):

@@ -9,6 +9,7 @@ import torch
 
 from minirl import ALGORITHMS, AlgoConfig, History, TrainConfig, evaluate, plot_reward_curves, smooth_centered, train
 from minirl.train import train_supervised
+from tests.tolerances import assert_close_f32
 from toy_envs import SortingTask
 
 matplotlib.use("Agg")
@@ -194,7 +195,10 @@ def test_kl_old_is_k3_between_the_sampler_and_the_updated_policy():
     with torch.no_grad():
         log_ratio = compute_log_probs(prompts, responses, model) - old  # log π_θ / π_old
     want = float((log_ratio.exp() - 1 - log_ratio).mean())
-    assert out["kl_old"] == pytest.approx(want, rel=1e-5) and want > 1e-3
+    assert want > 1e-3
+    # k3 = ρ − 1 − log ρ cancels terms of size 1 down to ~1e-3, so its rounding is relative to 1, not to the KL
+    # (tests/tolerances.py): 12 tokens, and the toy model's width-32 dot products at 3 positions, forward
+    assert_close_f32(out["kl_old"], want, terms=12 + 32 * 3 + 5, scale=1.0)
     assert "kl_old" not in policy_update(model, torch.optim.Adam(model.parameters()), algo, prompts, responses,
                                          old, advantages)
 

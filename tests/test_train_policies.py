@@ -10,6 +10,7 @@ from minirl import ALGORITHMS, TrainConfig, make_model, train
 from minirl.protocols import Policy, Rollout
 from minirl.toy_policy import ToyPolicy, as_policy
 from minirl.train import policy_update, rollout_log_probs
+from tests.tolerances import assert_close_f32
 from toy_envs import SortingTask, VariableLengthSortingTask
 
 GOLDEN = Path(__file__).parent / "data" / "toy_histories_before_policy_contract.json"
@@ -38,8 +39,16 @@ def _toy_history(name):
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_toy_histories_match_the_loop_before_the_policy_contract(name):
-    """Recorded with the toy-only loop (commit be307dd) on this machine: the generalised loop gives the same
-    numbers (bit-identical there; a tolerance of 1e-5 allows for another CPU's kernels)."""
+    """Recorded with the toy-only loop (commit be307dd): the generalised loop gives the same numbers, up to the
+    drift of float32 rounding along 30 training steps.
+
+    A run is a chain: each step's rounding (a few ulps, another CPU's kernels round differently) moves the
+    weights the next step starts from, and Adam, which divides each update by its running size, passes the
+    relative differences on undamped. Measured against the record with other kernels forced
+    (ATEN_CPU_CAPABILITY=default, MKL_CBWR=COMPATIBLE or AVX2): up to 7e-6 relative by steps 20-30, and 2e-7
+    absolute for values under 0.05. Allowed: rel 1e-4 and abs 1e-5 (the metrics are means of terms of size
+    ~0.1-1), over 10x that. Any change to the algorithm moves these numbers by 1e-3 or more within a few
+    steps, and a different sample (a discrete draw) moves the mean reward of 128 responses by ~1e-2."""
     golden = json.loads((GOLDEN_REAL_TOKENS if name in VARIABLE else GOLDEN).read_text())[name]
     h = _toy_history(name)
     measured_kl = ALGORITHMS[CASES[name]["algo"]].kl_coef == 0
@@ -51,7 +60,7 @@ def test_toy_histories_match_the_loop_before_the_policy_contract(name):
                 if key == "kl" and measured_kl and name not in VARIABLE:
                     assert g[key] > 0 or step == 0, (kind, step, key)  # the drift from the initial policy
                     continue
-                assert g[key] == pytest.approx(value, rel=1e-5, abs=1e-6), (kind, step, key)
+                assert g[key] == pytest.approx(value, rel=1e-4, abs=1e-5), (kind, step, key)
 
 
 def test_toy_policy_implements_the_contract_and_train_returns_the_bare_model():
@@ -106,10 +115,14 @@ def test_micro_batches_give_the_whole_batch_gradient_on_responses_of_different_l
     whole, m_whole = _update_grad(policy, algo, prompts, rollout, old, advantages, ref, None)
     for micro in (1, 3, 4):
         part, m_part = _update_grad(policy, algo, prompts, rollout, old, advantages, ref, micro)
-        torch.testing.assert_close(part, whole, rtol=0, atol=1e-6)
-        for key in ("loss", "pg_loss", "kl", "clip_frac_low", "clip_frac_high", "ratio_mean", "entropy"):
-            assert m_part[key] == pytest.approx(m_whole[key], rel=1e-5, abs=1e-6), key
-        assert m_part["ratio_max"] == pytest.approx(m_whole["ratio_max"], rel=1e-6)
+        # The same float32 sums in another order (tests/tolerances.py). Each gradient entry adds the rows of
+        # 10 x 4 responses of 4 tokens (160) and crosses, forward and backward, the toy model's width-32 dot
+        # products at 4 positions and its 7-token softmax: ~440 terms, counted up to 500 (89 eps of the scale;
+        # measured: 4 eps). The metrics average per-token terms of size ~1 (ratios near 1 times normal
+        # advantages): their rounding is relative to 1 even where a mean cancels to ~0.
+        assert_close_f32(part, whole, terms=500)
+        for key in ("loss", "pg_loss", "kl", "clip_frac_low", "clip_frac_high", "ratio_mean", "entropy", "ratio_max"):
+            assert_close_f32(m_part[key], m_whole[key], terms=500, scale=max(1.0, abs(m_whole[key])), msg=key)
     assert m_whole["clip_frac_low"] + m_whole["clip_frac_high"] > 0  # the clip took part
 
 
@@ -131,8 +144,9 @@ def test_train_with_micro_batches_matches_train_without():
     runs = [train(TrainConfig(task=task, algo="dr_grpo", steps=5, prompts_per_step=8, group_size=4, eval_every=0,
                               eval_prompts=50, progress=False, micro_batch_size=mb))[1] for mb in (None, 3)]
     for a, b in zip(runs[0].records, runs[1].records):
-        assert b["reward"] == pytest.approx(a["reward"], abs=1e-6)
-        assert b["loss"] == pytest.approx(a["loss"], rel=1e-4, abs=1e-6)
+        assert b["reward"] == a["reward"]  # the same samples: the same rewards, exactly
+        # the drift of float32 rounding along a run, as in test_toy_histories_match_the_loop_before_the_policy_contract
+        assert b["loss"] == pytest.approx(a["loss"], rel=1e-4, abs=1e-5)
     for key in ("zero_variance_groups", "gen_seconds", "update_seconds", "tokens_per_second", "response_length"):
         assert len(runs[0][key]) == 5, key
     assert 0.0 <= runs[0]["zero_variance_groups"].min() <= runs[0]["zero_variance_groups"].max() <= 1.0
