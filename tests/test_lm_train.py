@@ -10,6 +10,7 @@ from minirl.protocols import Policy
 from minirl.train import TrainConfig, rollout_log_probs, train
 from tests.test_train import strip_time
 from tests.test_train_policies import _update_grad
+from tests.tolerances import assert_close_f32
 from toy_envs.text_tasks import TextSortTask
 
 TASK = TextSortTask(n_numbers=2, max_value=3, n_heldout=4)  # 16 problems: small enough to learn in seconds
@@ -40,16 +41,27 @@ def test_lm_algorithm_changes_only_the_lm_knobs():
 
 
 def test_a_short_grpo_run_on_the_tiny_model_raises_reward():
+    """A short warm start leaves the answer's form half learnt (~10% well formed), so GRPO has something to
+    raise within 30 steps: the format bonus, then correct answers.
+
+    Another CPU's kernels round differently, a sampled token eventually flips, and the run follows another
+    trajectory, as with another seed: the thresholds hold for every one of 40 seeds (0-39), where the reward
+    rose by +0.021 to +0.26 (from first 3 to last 5 steps), the format rate by +0.09 to +0.83, and the warm
+    start's loss fell to 0.42-0.63 of its start. (With 40 warm-start steps and 15 GRPO steps, the previous
+    version, the reward fell for 1 seed of 10 and rose by under its threshold of 0.03 for another; it failed
+    on this machine with AVX-free kernels, ATEN_CPU_CAPABILITY=default.)
+    """
     policy = small_lm()
-    sft = sft_warm_start(policy, TASK, steps=40, prompts_per_step=8, learning_rate=1e-2, threads=1, progress=False)
-    assert sft["loss"][-5:].mean() < 0.6 * sft["loss"][:5].mean()  # the warm start imitates the answers
-    _, h = run(policy, steps=15)
+    sft = sft_warm_start(policy, TASK, steps=15, prompts_per_step=8, learning_rate=1e-2, threads=1, progress=False)
+    assert sft["loss"][-5:].mean() < 0.75 * sft["loss"][:5].mean()  # the warm start imitates the answers
+    _, h = run(policy, steps=30)
     first, last = h["reward"][:3].mean(), h["reward"][-5:].mean()
-    assert last > first + 0.03, f"reward {first:.3f} -> {last:.3f}"
-    assert h["format_rate"][-5:].mean() > h["format_rate"][:3].mean()
+    assert last > first + 0.01, f"reward {first:.3f} -> {last:.3f}"
+    first_format, last_format = h["format_rate"][:3].mean(), h["format_rate"][-5:].mean()
+    assert last_format > first_format + 0.05, f"format rate {first_format:.2f} -> {last_format:.2f}"
     assert h["kl"][-1] > 0  # measured against the initial model
     for key in ("gen_seconds", "update_seconds", "tokens_per_second", "zero_variance_groups", "response_length"):
-        assert len(h[key]) == 15 and h[key].min() >= 0, key
+        assert len(h[key]) == 30 and h[key].min() >= 0, key
 
 
 def test_reruns_on_the_cpu_are_bit_identical():
@@ -57,6 +69,12 @@ def test_reruns_on_the_cpu_are_bit_identical():
     assert strip_time(histories[0].records) == strip_time(histories[1].records)
     assert strip_time(histories[0].evals) == strip_time(histories[1].evals)
     assert strip_time(histories[0].records) != strip_time(histories[2].records)
+
+
+# Float32 additions behind one gradient entry (tests/tolerances.py), counted generously: the rows of 5 x 3
+# responses of ~40 positions (600), and, forward and backward, 2 blocks of width 64, MLP 128, attention over
+# ~64 positions, and the 99-token softmax. Allowed: 4 sqrt(1,723) = 166 eps of the scale; measured: 2 eps.
+MICRO_BATCH_TERMS = 600 + 2 * 2 * (64 + 128 + 64) + 99
 
 
 @pytest.mark.parametrize("aggregation", ["sequence_mean", "token_mean", "constant"])
@@ -76,8 +94,10 @@ def test_micro_batches_give_the_whole_batch_gradient_on_a_causal_lm(aggregation)
     whole, m_whole = _update_grad(policy, algo, prompts, rollout, old, advantages, ref, None)
     for micro in (1, 2):
         part, m_part = _update_grad(policy, algo, prompts, rollout, old, advantages, ref, micro)
-        torch.testing.assert_close(part, whole, rtol=0, atol=1e-6)
-        assert m_part["loss"] == pytest.approx(m_whole["loss"], rel=1e-5, abs=1e-6)
+        # the same float32 sums in another order (tests/tolerances.py); the loss averages per-token terms of size ~1
+        # (ratios near 1 times normal advantages), so its rounding is relative to 1 even where it cancels to ~0
+        assert_close_f32(part, whole, terms=MICRO_BATCH_TERMS)
+        assert_close_f32(m_part["loss"], m_whole["loss"], terms=MICRO_BATCH_TERMS, scale=max(1.0, abs(m_whole["loss"])))
 
 
 def test_minirl_train_on_a_text_task_with_the_tiny_model(tmp_path, capsys):
