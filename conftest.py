@@ -30,8 +30,15 @@ if os.environ["MINIRL_FAST"] != "1":
 _smollm2_cache_filled = False
 
 
+_ROOT = os.path.dirname(os.path.abspath(__file__))
+
+
 def pytest_configure(config):
     config.addinivalue_line("markers", "smollm2: the test loads the shipped SmolLM2 (its float copy is made first)")
+    # the cells whose stored output nbval compares (tag nbval-check-output: a notebook's banner and the figures
+    # it prints from its full-mode record) name the device: mask it, whatever directory pytest runs from
+    if getattr(config.option, "nbval_sanitize_with", "unset") is None:
+        config.option.nbval_sanitize_with = os.path.join(_ROOT, "tests", "nbval_sanitize.cfg")
 
 
 def needs_smollm2(item) -> bool:

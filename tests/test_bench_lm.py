@@ -1,8 +1,11 @@
 """minirl bench --lm end to end on a smoke budget: both models, both held-out sets, a results record."""
 
+import pytest
+
 from minirl.results import load
 
 
+@pytest.mark.smollm2
 def test_bench_lm_quick_reports_both_models_and_saves_a_record(tmp_path, monkeypatch, capsys):
     from minirl.cli import main
 
