@@ -156,7 +156,7 @@ def _report(title: str, s: dict[str, Any], mine: list[dict[str, float]], theirs:
     """Print the side-by-side table (mean ± std over seeds when there are several); returns its figures."""
     print(f"\n{title}: {s['steps']} GRPO steps of {s['prompts_per_step']} prompts x {s['group_size']} responses, "
           f"budget {s['max_new_tokens']} tokens, lr {s['learning_rate']:g}, "
-          f"{s['threads'] or torch.get_num_threads()} torch thread(s), {len(mine)} seed(s)")
+          f"{s['threads'] or 'all the cores as'} torch thread(s), {len(mine)} seed(s)")
     print(f"  {'':36} {'minirl':>16} {'TRL':>16} {'TRL / minirl':>13}")
     figures = {"settings": s, "minirl": mine, "trl": theirs, "mean": {}}
     for label, key, fmt in ROWS:

@@ -511,7 +511,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not _is_text(getattr(args, "task", "")) and not getattr(args, "lm", False):
+    if not _is_text(getattr(args, "task", "")) and not getattr(args, "lm", False) and not getattr(args, "trl", False):
         torch.set_num_threads(1)  # the toy models are tiny: one thread is faster than two fighting over 2 cores
     try:
         return args.func(args)

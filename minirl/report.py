@@ -295,6 +295,8 @@ def trl() -> str:
         f"thread, mean ± std over seeds" + (f"; SmolLM2 trains its top 10 blocks with the CPU recipe's batch for "
                                             f"{smol['settings']['steps']} steps, one seed: speed only" if smol else "")
         + ":", "", table(header, rows), "",
+        f"Held-out accuracies on at most {ts['eval_prompts']} prompts of each set for the tiny model"
+        + (f", {smol['settings']['eval_prompts']} for SmolLM2" if smol else "") + ". "
         f"Reward, minirl − TRL: {diff['minirl_minus_trl']:+.3f} (two standard errors of the difference: "
         f"{diff['two_se']:.3f}). Targets: {verdicts}.", "", provenance(data)])
 
