@@ -17,8 +17,11 @@ os.environ["MINIRL_CACHE"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, ignore_errors=True)
 # Nor do matplotlib's font cache, IPython's history or Jupyter's kernel connection files go to the user's home
 # (unless the user points them somewhere): the kernels inherit these too.
-for _variable, _folder in [("MPLCONFIGDIR", "matplotlib"), ("IPYTHONDIR", "ipython"),
-                           ("JUPYTER_RUNTIME_DIR", "jupyter-runtime")]:
+for _variable, _folder in [
+    ("MPLCONFIGDIR", "matplotlib"),
+    ("IPYTHONDIR", "ipython"),
+    ("JUPYTER_RUNTIME_DIR", "jupyter-runtime"),
+]:
     os.environ.setdefault(_variable, os.path.join(_CACHE, _folder))
 
 # The notebooks that load SmolLM2 (in solutions/ and notebooks/): 08 always; 09 only in full mode (in fast

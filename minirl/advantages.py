@@ -81,8 +81,9 @@ def discounted_returns(rewards: torch.Tensor, dones: torch.Tensor, gamma: float 
     rewards[..., time], dones[..., time] (1.0 where the episode ended at t) -> returns[..., time].
     """
     if rewards.shape != dones.shape:
-        raise ValueError(f"rewards and dones must have the same shape; got {list(rewards.shape)} and "
-                         f"{list(dones.shape)}")
+        raise ValueError(
+            f"rewards and dones must have the same shape; got {list(rewards.shape)} and {list(dones.shape)}"
+        )
     if not 0.0 <= gamma <= 1.0:
         raise ValueError(f"gamma must be in [0, 1]; got {gamma}")
     returns = torch.zeros_like(rewards)
@@ -112,8 +113,10 @@ def compute_gae(
     state carries no time-to-go, as in the maze where nothing can be earned after the budget).
     λ = 0 gives the one-step TD advantage, λ = 1 the Monte Carlo return minus V(s_t).
     """
-    shapes = {name: list(t.shape) for name, t in
-              [("rewards", rewards), ("values", values), ("next_values", next_values), ("dones", dones)]}
+    shapes = {
+        name: list(t.shape)
+        for name, t in [("rewards", rewards), ("values", values), ("next_values", next_values), ("dones", dones)]
+    }
     if len({tuple(s) for s in shapes.values()}) != 1:
         raise ValueError(f"rewards, values, next_values and dones must share one shape [..., time]; got {shapes}")
     if not 0.0 <= gamma <= 1.0 or not 0.0 <= lam <= 1.0:

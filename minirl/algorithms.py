@@ -92,13 +92,21 @@ class AlgoConfig:
     def policy_loss_kwargs(self) -> dict:
         """The knobs ``minirl.losses.policy_loss`` takes, by its argument names (the clip, the ratio's level,
         the aggregation, β): ``policy_loss(log_probs, old, adv, mask, **algo.policy_loss_kwargs(), ...)``."""
-        return {"clip_eps_low": self.clip_eps_low, "clip_eps_high": self.clip_eps_high,
-                "ratio_level": self.ratio_level, "aggregation": self.aggregation, "kl_coef": self.kl_coef}
+        return {
+            "clip_eps_low": self.clip_eps_low,
+            "clip_eps_high": self.clip_eps_high,
+            "ratio_level": self.ratio_level,
+            "aggregation": self.aggregation,
+            "kl_coef": self.kl_coef,
+        }
 
     def changed_knobs(self, other: AlgoConfig) -> dict[str, tuple]:
         """``{knob: (self's value, other's value)}`` for every knob (not the name) that differs."""
-        return {f.name: (getattr(self, f.name), getattr(other, f.name)) for f in fields(self)
-                if f.name != "name" and getattr(self, f.name) != getattr(other, f.name)}
+        return {
+            f.name: (getattr(self, f.name), getattr(other, f.name))
+            for f in fields(self)
+            if f.name != "name" and getattr(self, f.name) != getattr(other, f.name)
+        }
 
     def with_(self, **changes) -> AlgoConfig:
         """A copy with some knobs changed, e.g. ``ALGORITHMS['grpo'].with_(kl_coef=0.1)``."""
@@ -119,16 +127,29 @@ _CLIPPED = _UNCLIPPED.with_(name="clipped", clip_eps_low=0.2)
 # sampled again. It gets a rung of its own so that grpo differs from the rung below only by its KL term.
 _CLIPPED_ENTROPY = _CLIPPED.with_(name="clipped_entropy", entropy_coef=0.3)
 _GRPO = _CLIPPED_ENTROPY.with_(name="grpo", kl_coef=0.01, ref_refresh_every=20)
-_DAPO = _GRPO.with_(name="dapo", clip_eps_low=0.2, clip_eps_high=0.28, aggregation="token_mean", kl_coef=0.0,
-                    ref_refresh_every=None)
+_DAPO = _GRPO.with_(
+    name="dapo", clip_eps_low=0.2, clip_eps_high=0.28, aggregation="token_mean", kl_coef=0.0, ref_refresh_every=None
+)
 _GSPO = _GRPO.with_(name="gspo", ratio_level="sequence", clip_eps_low=0.1, clip_eps_high=0.1)
 _DR_GRPO = _GRPO.with_(name="dr_grpo", delta_mode="centered_rewards", aggregation="constant")
 # Process reward: one advantage per response position, from the per-position reward (sorting only).
 _GRPO_PROCESS = _GRPO.with_(name="grpo_process", advantage_level="token")
 
 ALGORITHMS: dict[str, AlgoConfig] = {
-    a.name: a for a in (_NAIVE, _BASELINED, _NORMALIZED, _UNCLIPPED, _CLIPPED, _CLIPPED_ENTROPY, _GRPO, _DAPO,
-                        _GSPO, _DR_GRPO, _GRPO_PROCESS)
+    a.name: a
+    for a in (
+        _NAIVE,
+        _BASELINED,
+        _NORMALIZED,
+        _UNCLIPPED,
+        _CLIPPED,
+        _CLIPPED_ENTROPY,
+        _GRPO,
+        _DAPO,
+        _GSPO,
+        _DR_GRPO,
+        _GRPO_PROCESS,
+    )
 }
 
 

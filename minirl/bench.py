@@ -58,8 +58,10 @@ def bench_small(seeds: int, budget: float) -> tuple[bool, dict]:
         ok &= reached is not None and reached < 15.0
         rows.append([seed, len(h), f"{final:.1%}", "never" if reached is None else f"{reached:.1f} s"])
         figures[str(seed)] = {"steps": len(h), "final": final, "seconds_to_99": reached}
-    print(f"\n1. Sorting 3 numbers from 5 values, GRPO, {budget:.0f} s budget per seed "
-          f"(target: >= 99% greedy exact in < 15 s)")
+    print(
+        f"\n1. Sorting 3 numbers from 5 values, GRPO, {budget:.0f} s budget per seed "
+        f"(target: >= 99% greedy exact in < 15 s)"
+    )
     print(_table(["seed", "steps", "final greedy exact", "time to 99%"], rows))
     return ok, {"budget_s": budget, "seeds": figures}
 
@@ -68,8 +70,9 @@ def bench_large(seeds: int, budget: float, algos: list[str]) -> tuple[bool, dict
     results: dict[str, list[History]] = {}
     for algo in algos:
         for seed in range(seeds):
-            config = TrainConfig(task=LARGE, algo=algo, seed=seed, steps=LARGE_STEPS, max_seconds=budget,
-                                 eval_every=100, progress=False)
+            config = TrainConfig(
+                task=LARGE, algo=algo, seed=seed, steps=LARGE_STEPS, max_seconds=budget, eval_every=100, progress=False
+            )
             results.setdefault(algo, []).append(train(config)[1])
     mean_exact = {a: float(np.mean([h.evals[-1]["greedy_exact"] for h in hs])) for a, hs in results.items()}
     best = max(mean_exact, key=mean_exact.get)
@@ -78,8 +81,14 @@ def bench_large(seeds: int, budget: float, algos: list[str]) -> tuple[bool, dict
     ceilings = []
     for h in results[best]:
         base = TrainConfig(task=LARGE, algo=best)
-        sup = train_supervised(LARGE, steps=len(h) * base.algo.inner_epochs, batch_size=base.prompts_per_step,
-                               learning_rate=SUPERVISED_LR, embedding_dim=base.embedding_dim, seed=h.seed)[1]
+        sup = train_supervised(
+            LARGE,
+            steps=len(h) * base.algo.inner_epochs,
+            batch_size=base.prompts_per_step,
+            learning_rate=SUPERVISED_LR,
+            embedding_dim=base.embedding_dim,
+            seed=h.seed,
+        )[1]
         ceilings.append(sup.evals[-1]["greedy_exact"])
     ceiling = float(np.mean(ceilings))
     rows = [["supervised ceiling", "-", f"{ceiling:.1%}", "100%"]]
@@ -87,10 +96,15 @@ def bench_large(seeds: int, budget: float, algos: list[str]) -> tuple[bool, dict
     for algo, hs in results.items():
         steps = int(np.mean([len(h) for h in hs]))
         rows.append([algo, steps, f"{mean_exact[algo]:.1%}", f"{mean_exact[algo] / max(ceiling, 1e-9):.0%}"])
-        figures["methods"][algo] = {"mean": mean_exact[algo], "per_seed": [h.evals[-1]["greedy_exact"] for h in hs],
-                                    "steps": [len(h) for h in hs]}
-    print(f"\n2. Sorting 5 numbers from 10 values, {budget:.0f} s per run, mean of {seeds} seeds "
-          f"(target: best preset >= 90% of the ceiling)")
+        figures["methods"][algo] = {
+            "mean": mean_exact[algo],
+            "per_seed": [h.evals[-1]["greedy_exact"] for h in hs],
+            "steps": [len(h) for h in hs],
+        }
+    print(
+        f"\n2. Sorting 5 numbers from 10 values, {budget:.0f} s per run, mean of {seeds} seeds "
+        f"(target: best preset >= 90% of the ceiling)"
+    )
     print(_table(["method", "steps", "greedy exact", "of ceiling"], rows))
     return mean_exact[best] >= 0.9 * ceiling, figures
 
@@ -108,20 +122,44 @@ def bench_maze(seeds: int) -> tuple[bool, dict]:
             final = h.evals[-1]["greedy_success"]
             if method != "reinforce":
                 ok &= final >= 0.99
-            rows.append([method, seed, f"{final:.0%}", f"{h.evals[-1]['exact_return']:.2f}",
-                         "never" if greedy is None else int(greedy["episodes"]),
-                         "never" if solved != solved else int(solved),
-                         f"{time.perf_counter() - start:.1f} s"])
+            rows.append(
+                [
+                    method,
+                    seed,
+                    f"{final:.0%}",
+                    f"{h.evals[-1]['exact_return']:.2f}",
+                    "never" if greedy is None else int(greedy["episodes"]),
+                    "never" if solved != solved else int(solved),
+                    f"{time.perf_counter() - start:.1f} s",
+                ]
+            )
             figures.setdefault(method, {})[str(seed)] = {
-                "greedy_success": final, "exact_return": h.evals[-1]["exact_return"],
+                "greedy_success": final,
+                "exact_return": h.evals[-1]["exact_return"],
                 "episodes_to_greedy_success": None if greedy is None else int(greedy["episodes"]),
                 "episodes_to_solve": None if solved != solved else int(solved),
-                "eval_every_episodes": int(h.evals[1]["episodes"] - h.evals[0]["episodes"]) if len(h.evals) > 1
-                else None}
-    print("\n3. Maze (reward 10 at the goal, 6 moves): greedy success and episodes needed "
-          "(target: >= 99% for reinforce_baseline and ppo)")
-    print(_table(["method", "seed", "greedy success", "exact return", "episodes to greedy success",
-                  "episodes to exact return >= 9.9", "time"], rows))
+                "eval_every_episodes": int(h.evals[1]["episodes"] - h.evals[0]["episodes"])
+                if len(h.evals) > 1
+                else None,
+            }
+    print(
+        "\n3. Maze (reward 10 at the goal, 6 moves): greedy success and episodes needed "
+        "(target: >= 99% for reinforce_baseline and ppo)"
+    )
+    print(
+        _table(
+            [
+                "method",
+                "seed",
+                "greedy success",
+                "exact return",
+                "episodes to greedy success",
+                "episodes to exact return >= 9.9",
+                "time",
+            ],
+            rows,
+        )
+    )
     return ok, figures
 
 
@@ -162,4 +200,3 @@ def run_benchmark(quick: bool = False, seeds: int = 3, save: str | None = None) 
     if save is not None:
         record.save()
     return 0 if all(verdicts.values()) or quick else 1
-

@@ -52,24 +52,52 @@ def _greedy(policy, task, n: int) -> dict[str, float]:
     return {k: v for k, v in ev.items() if k.endswith(("exact", "format"))}
 
 
-def _one_run(name: str, run: dict[str, Any], steps: int, max_seconds: float | None, eval_prompts: int, seed: int,
-             progress: bool, four_numbers: bool) -> dict[str, Any]:
+def _one_run(
+    name: str,
+    run: dict[str, Any],
+    steps: int,
+    max_seconds: float | None,
+    eval_prompts: int,
+    seed: int,
+    progress: bool,
+    four_numbers: bool,
+) -> dict[str, Any]:
     """One seed of a recipe, start to end: load, warm start, GRPO, evaluations; its figures."""
     kind = "tiny" if name == "tiny" else model_kind(name)
     task = recipe_task(kind)
     start = time.perf_counter()
-    policy = make_lm_policy(name, seed=seed, max_new_tokens=run["max_new_tokens"],
-                            trainable_layers=run["trainable_layers"])
+    policy = make_lm_policy(
+        name, seed=seed, max_new_tokens=run["max_new_tokens"], trainable_layers=run["trainable_layers"]
+    )
     out: dict[str, Any] = {"load_seconds": time.perf_counter() - start, "sft_seconds": 0.0}
     if run["sft_steps"]:
         t = time.perf_counter()
-        sft_warm_start(policy, task, run["sft_steps"], run["prompts_per_step"], run["sft_learning_rate"], seed=seed,
-                       threads=run["threads"], progress=False)
+        sft_warm_start(
+            policy,
+            task,
+            run["sft_steps"],
+            run["prompts_per_step"],
+            run["sft_learning_rate"],
+            seed=seed,
+            threads=run["threads"],
+            progress=False,
+        )
         out["sft_seconds"] = time.perf_counter() - t
-    config = TrainConfig(task=task, algo=lm_algorithm("grpo", kl_coef=run["kl_coef"]), steps=steps, seed=seed,
-                         prompts_per_step=run["prompts_per_step"], group_size=run["group_size"],
-                         learning_rate=run["learning_rate"], eval_every=run["eval_every"], eval_prompts=eval_prompts,
-                         eval_sampled=False, threads=run["threads"], max_seconds=max_seconds, progress=progress)
+    config = TrainConfig(
+        task=task,
+        algo=lm_algorithm("grpo", kl_coef=run["kl_coef"]),
+        steps=steps,
+        seed=seed,
+        prompts_per_step=run["prompts_per_step"],
+        group_size=run["group_size"],
+        learning_rate=run["learning_rate"],
+        eval_every=run["eval_every"],
+        eval_prompts=eval_prompts,
+        eval_sampled=False,
+        threads=run["threads"],
+        max_seconds=max_seconds,
+        progress=progress,
+    )
     policy, history = train(config, policy)
     out.update(history_figures(history))
     if four_numbers:  # the trained model on 4 numbers, which it never saw (a 4-number answer needs 3 more tokens)
@@ -81,16 +109,31 @@ def _one_run(name: str, run: dict[str, Any], steps: int, max_seconds: float | No
 
 def _step_cost(name: str, run: dict[str, Any], steps: int, seed: int = 0) -> dict[str, float]:
     """Seconds per step of ``run``: ``steps`` GRPO steps, the first left out (it warms up caches and kernels)."""
-    policy = make_lm_policy(name, seed=seed, max_new_tokens=run["max_new_tokens"],
-                            trainable_layers=run["trainable_layers"])
-    config = TrainConfig(task=recipe_task(model_kind(name)), algo=lm_algorithm("grpo", kl_coef=run["kl_coef"]),
-                         steps=steps, seed=seed, prompts_per_step=run["prompts_per_step"], group_size=run["group_size"],
-                         learning_rate=run["learning_rate"], eval_every=0, eval_prompts=1, eval_sampled=False,
-                         threads=run["threads"], progress=False)
+    policy = make_lm_policy(
+        name, seed=seed, max_new_tokens=run["max_new_tokens"], trainable_layers=run["trainable_layers"]
+    )
+    config = TrainConfig(
+        task=recipe_task(model_kind(name)),
+        algo=lm_algorithm("grpo", kl_coef=run["kl_coef"]),
+        steps=steps,
+        seed=seed,
+        prompts_per_step=run["prompts_per_step"],
+        group_size=run["group_size"],
+        learning_rate=run["learning_rate"],
+        eval_every=0,
+        eval_prompts=1,
+        eval_sampled=False,
+        threads=run["threads"],
+        progress=False,
+    )
     _, history = train(config, policy)
     gen, update = history["gen_seconds"][1:], history["update_seconds"][1:]
-    return {"s_per_step": float(np.mean(gen + update)), "gen_s_per_step": float(np.mean(gen)),
-            "update_s_per_step": float(np.mean(update)), "steps_timed": len(gen)}
+    return {
+        "s_per_step": float(np.mean(gen + update)),
+        "gen_s_per_step": float(np.mean(gen)),
+        "update_s_per_step": float(np.mean(update)),
+        "steps_timed": len(gen),
+    }
 
 
 def _in_processes(fn, jobs: list[tuple], workers: int | None) -> list[dict[str, Any]]:
@@ -105,8 +148,12 @@ def _in_processes(fn, jobs: list[tuple], workers: int | None) -> list[dict[str, 
 
 def _spread(values: list[float]) -> dict[str, float]:
     a = np.asarray(values, dtype=float)
-    return {"mean": float(a.mean()), "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
-            "min": float(a.min()), "max": float(a.max())}
+    return {
+        "mean": float(a.mean()),
+        "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
+        "min": float(a.min()),
+        "max": float(a.max()),
+    }
 
 
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -143,21 +190,32 @@ def _report(title: str, runs: list[dict[str, Any]], summary: dict[str, Any]) -> 
     print(f"\n{title}")
     for r in runs:
         first, last = r["evals"][0], r["evals"][-1]
-        unseen = (f"; unseen answers {first['unseen_greedy_exact']:.1%} -> {last['unseen_greedy_exact']:.1%}"
-                  if "unseen_greedy_exact" in last else "")
+        unseen = (
+            f"; unseen answers {first['unseen_greedy_exact']:.1%} -> {last['unseen_greedy_exact']:.1%}"
+            if "unseen_greedy_exact" in last
+            else ""
+        )
         four = f"; 4 numbers {r['four_numbers']['greedy_exact']:.1%}" if "four_numbers" in r else ""
         sft = f"warm start {r['sft_seconds'] / 60:.1f} min, " if r.get("sft_seconds") else ""
-        print(f"  seed {r['seed']}: held-out {first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}{unseen}{four}; "
-              f"{sft}{r['steps']} GRPO steps in {r['train_seconds'] / 60:.1f} min ({r['gen_s_per_step']:.2f} s "
-              f"generation + {r['update_s_per_step']:.2f} s update per step, {r['tokens_per_s']:.0f} response "
-              f"tokens/s), peak memory {r['peak_memory_gb']:.1f} GB")
-    print(f"  mean ± std over {len(runs)} seed(s): held-out {_pm(summary['before'])} -> {_pm(summary['after'])}"
-          + (f"; unseen answers {_pm(summary['unseen_before'])} -> {_pm(summary['unseen_after'])}"
-             if "unseen_after" in summary else ""))
+        print(
+            f"  seed {r['seed']}: held-out {first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}{unseen}{four}; "
+            f"{sft}{r['steps']} GRPO steps in {r['train_seconds'] / 60:.1f} min ({r['gen_s_per_step']:.2f} s "
+            f"generation + {r['update_s_per_step']:.2f} s update per step, {r['tokens_per_s']:.0f} response "
+            f"tokens/s), peak memory {r['peak_memory_gb']:.1f} GB"
+        )
+    print(
+        f"  mean ± std over {len(runs)} seed(s): held-out {_pm(summary['before'])} -> {_pm(summary['after'])}"
+        + (
+            f"; unseen answers {_pm(summary['unseen_before'])} -> {_pm(summary['unseen_after'])}"
+            if "unseen_after" in summary
+            else ""
+        )
+    )
 
 
-def run_lm_benchmark(quick: bool = False, seeds: int = 3, minutes: float | None = None, save: str | None = None,
-                     workers: int = 0) -> int:
+def run_lm_benchmark(
+    quick: bool = False, seeds: int = 3, minutes: float | None = None, save: str | None = None, workers: int = 0
+) -> int:
     """Run the three parts; returns 0 when the targets are met (always 0 with ``quick``).
 
     ``seeds``: seeds 0 .. seeds-1 of each recipe. ``minutes``: stop SmolLM2's training after this many minutes
@@ -170,45 +228,68 @@ def run_lm_benchmark(quick: bool = False, seeds: int = 3, minutes: float | None 
     t_run = {**tiny, "sft_steps": 10, "prompts_per_step": 4, "group_size": 4, "eval_every": 0} if quick else tiny
     t_steps, t_eval = (3, 20) if quick else (tiny["steps"], HELD_OUT)
     n_workers = None if quick else min(seeds, workers or multiprocessing.cpu_count())
-    tiny_runs = _in_processes(_one_run, [("tiny", t_run, t_steps, None, t_eval, s, False, False)
-                                         for s in range(seeds)], n_workers)
+    tiny_runs = _in_processes(
+        _one_run, [("tiny", t_run, t_steps, None, t_eval, s, False, False) for s in range(seeds)], n_workers
+    )
     tiny_summary = _summary(tiny_runs)
-    _report(f"1. Tiny model (~1M parameters), text sorting of 3 numbers 0-9: {t_run['sft_steps']} supervised "
-            f"steps, then {t_steps} GRPO steps (target: mean >= 95% held-out greedy accuracy)", tiny_runs, tiny_summary)
+    _report(
+        f"1. Tiny model (~1M parameters), text sorting of 3 numbers 0-9: {t_run['sft_steps']} supervised "
+        f"steps, then {t_steps} GRPO steps (target: mean >= 95% held-out greedy accuracy)",
+        tiny_runs,
+        tiny_summary,
+    )
     record.figures["tiny"] = {"settings": t_run, "summary": tiny_summary, "runs": tiny_runs}
 
-    kind = model_kind("smollm2-135m")                # the GPU recipe when CUDA is available
+    kind = model_kind("smollm2-135m")  # the GPU recipe when CUDA is available
     pre = RUN_DEFAULTS[kind]
     s_run = {**pre, "prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "eval_every": 0} if quick else pre
     s_steps, s_eval = (2, 4) if quick else (pre["steps"], HELD_OUT)
     budget = None if minutes is None else 60.0 * minutes
-    smol_runs = _in_processes(_one_run, [("smollm2-135m", s_run, s_steps, budget, s_eval, s, not quick, True)
-                                         for s in range(seeds)], None if quick else 1)
+    smol_runs = _in_processes(
+        _one_run,
+        [("smollm2-135m", s_run, s_steps, budget, s_eval, s, not quick, True) for s in range(seeds)],
+        None if quick else 1,
+    )
     smol_summary = _summary(smol_runs)
-    base4 = _greedy(make_lm_policy("smollm2-135m", max_new_tokens=s_run["max_new_tokens"] + 3),
-                    recipe_task(kind, n_numbers=4), s_eval)
+    base4 = _greedy(
+        make_lm_policy("smollm2-135m", max_new_tokens=s_run["max_new_tokens"] + 3),
+        recipe_task(kind, n_numbers=4),
+        s_eval,
+    )
     smol_summary["four_numbers_before"] = base4
-    _report(f"2. SmolLM2-135M-Instruct ({kind} recipe), text sorting of 3 numbers 0-9, {pre['few_shot']}-shot "
-            f"prompt, {s_steps} GRPO steps (target: mean >= 90% held-out greedy accuracy within "
-            f"{TARGET_MINUTES:.0f} min of training)", smol_runs, smol_summary)
-    print(f"  4 numbers (never trained on): the base model {base4['greedy_exact']:.1%}, after training "
-          f"{_pm(smol_summary['four_numbers_after'])}")
+    _report(
+        f"2. SmolLM2-135M-Instruct ({kind} recipe), text sorting of 3 numbers 0-9, {pre['few_shot']}-shot "
+        f"prompt, {s_steps} GRPO steps (target: mean >= 90% held-out greedy accuracy within "
+        f"{TARGET_MINUTES:.0f} min of training)",
+        smol_runs,
+        smol_summary,
+    )
+    print(
+        f"  4 numbers (never trained on): the base model {base4['greedy_exact']:.1%}, after training "
+        f"{_pm(smol_summary['four_numbers_after'])}"
+    )
     record.figures["smollm2"] = {"recipe": kind, "settings": s_run, "summary": smol_summary, "runs": smol_runs}
 
     if kind == "pretrained" and not quick:
         every = {**pre, "trainable_layers": None, "kl_coef": 0.02, "max_new_tokens": 16}
-        costs = {"recipe": _in_processes(_step_cost, [("smollm2-135m", pre, 4)], 1)[0],
-                 "every_weight_kl_16_tokens": _in_processes(_step_cost, [("smollm2-135m", every, 4)], 1)[0]}
+        costs = {
+            "recipe": _in_processes(_step_cost, [("smollm2-135m", pre, 4)], 1)[0],
+            "every_weight_kl_16_tokens": _in_processes(_step_cost, [("smollm2-135m", every, 4)], 1)[0],
+        }
         print("\n3. What the CPU recipe's choices buy: seconds per step (steps 2-4 of 4)")
         for label, c in costs.items():
-            print(f"  {label:28} {c['s_per_step']:.1f} s/step = {c['gen_s_per_step']:.1f} s generation + "
-                  f"{c['update_s_per_step']:.1f} s update")
+            print(
+                f"  {label:28} {c['s_per_step']:.1f} s/step = {c['gen_s_per_step']:.1f} s generation + "
+                f"{c['update_s_per_step']:.1f} s update"
+            )
         record.figures["step_cost"] = costs
 
     within = [r["train_seconds"] <= 60 * TARGET_MINUTES for r in smol_runs]
-    ok = {"tiny: mean >= 95%": tiny_summary["after"]["mean"] >= 0.95,
-          f"SmolLM2: mean >= 90% within {TARGET_MINUTES:.0f} min of training":
-              smol_summary["after"]["mean"] >= 0.90 and all(within)}
+    ok = {
+        "tiny: mean >= 95%": tiny_summary["after"]["mean"] >= 0.95,
+        f"SmolLM2: mean >= 90% within {TARGET_MINUTES:.0f} min of training": smol_summary["after"]["mean"] >= 0.90
+        and all(within),
+    }
     record.figures["targets"] = ok
     print("\nSummary")
     for name, passed in ok.items():

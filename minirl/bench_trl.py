@@ -45,11 +45,31 @@ import torch
 __all__ = ["run_trl_benchmark"]
 
 # The tiny model: 300 supervised steps first (~70% held-out greedy accuracy), then 30 GRPO steps each side.
-TINY = dict(model="tiny", sft_steps=300, steps=30, prompts_per_step=8, group_size=8, max_new_tokens=10,
-            learning_rate=3e-4, threads=1, eval_prompts=200, trainable_layers=None)
+TINY = dict(
+    model="tiny",
+    sft_steps=300,
+    steps=30,
+    prompts_per_step=8,
+    group_size=8,
+    max_new_tokens=10,
+    learning_rate=3e-4,
+    threads=1,
+    eval_prompts=200,
+    trainable_layers=None,
+)
 # SmolLM2 with the CPU recipe's batch and trainable blocks, a few steps each side (speed only).
-SMOLLM2 = dict(model="smollm2-135m", sft_steps=0, steps=3, prompts_per_step=8, group_size=8, max_new_tokens=10,
-               learning_rate=1e-4, threads=None, eval_prompts=50, trainable_layers=10)
+SMOLLM2 = dict(
+    model="smollm2-135m",
+    sft_steps=0,
+    steps=3,
+    prompts_per_step=8,
+    group_size=8,
+    max_new_tokens=10,
+    learning_rate=1e-4,
+    threads=None,
+    eval_prompts=50,
+    trainable_layers=10,
+)
 LAST = 5  # the reward compared is the mean of the last LAST steps
 
 
@@ -68,11 +88,22 @@ def _config(s: dict[str, Any], seed: int):
     from minirl.lm_train import lm_algorithm
     from minirl.train import TrainConfig
 
-    return TrainConfig(task=_task(), algo=lm_algorithm("grpo", kl_coef=0.0), steps=s["steps"],
-                       prompts_per_step=s["prompts_per_step"], group_size=s["group_size"],
-                       learning_rate=s["learning_rate"], lr_schedule="cosine", max_grad_norm=1.0, eval_every=0,
-                       eval_prompts=s["eval_prompts"], eval_sampled=False, threads=s["threads"], seed=seed,
-                       progress=False)
+    return TrainConfig(
+        task=_task(),
+        algo=lm_algorithm("grpo", kl_coef=0.0),
+        steps=s["steps"],
+        prompts_per_step=s["prompts_per_step"],
+        group_size=s["group_size"],
+        learning_rate=s["learning_rate"],
+        lr_schedule="cosine",
+        max_grad_norm=1.0,
+        eval_every=0,
+        eval_prompts=s["eval_prompts"],
+        eval_sampled=False,
+        threads=s["threads"],
+        seed=seed,
+        progress=False,
+    )
 
 
 def _minirl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
@@ -87,9 +118,14 @@ def _minirl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     seconds = float(history["wall_time"][-1])
     tokens = float(history["response_length"].sum()) * s["prompts_per_step"] * s["group_size"]
     last = history.evals[-1]
-    return {"s_per_step": seconds / s["steps"], "tokens_per_s": tokens / seconds, "peak_gb": _peak_gb(),
-            "reward": float(history["reward"][-LAST:].mean()), "accuracy": last["greedy_exact"],
-            "unseen_accuracy": last.get("unseen_greedy_exact", float("nan"))}
+    return {
+        "s_per_step": seconds / s["steps"],
+        "tokens_per_s": tokens / seconds,
+        "peak_gb": _peak_gb(),
+        "reward": float(history["reward"][-LAST:].mean()),
+        "accuracy": last["greedy_exact"],
+        "unseen_accuracy": last.get("unseen_greedy_exact", float("nan")),
+    }
 
 
 def _trl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
@@ -111,9 +147,14 @@ def _trl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     tokens = float(history["response_length"].sum()) * s["prompts_per_step"] * s["group_size"]
     policy = CausalLMPolicy(trainer.model.eval(), loaded.tokenizer, max_new_tokens=s["max_new_tokens"])
     ev = evaluate(policy, config.task, s["eval_prompts"], torch.Generator().manual_seed(10_000 + seed), sampled=False)
-    return {"s_per_step": seconds / s["steps"], "tokens_per_s": tokens / seconds, "peak_gb": _peak_gb(),
-            "reward": float(history["reward"][-LAST:].mean()), "accuracy": ev["greedy_exact"],
-            "unseen_accuracy": ev.get("unseen_greedy_exact", float("nan"))}
+    return {
+        "s_per_step": seconds / s["steps"],
+        "tokens_per_s": tokens / seconds,
+        "peak_gb": _peak_gb(),
+        "reward": float(history["reward"][-LAST:].mean()),
+        "accuracy": ev["greedy_exact"],
+        "unseen_accuracy": ev.get("unseen_greedy_exact", float("nan")),
+    }
 
 
 def _in_own_process(fn, *args) -> dict[str, float]:
@@ -135,12 +176,14 @@ def _prepare(s: dict[str, Any], folder: Path, seed: int) -> str:
     return str(folder)
 
 
-ROWS = [("seconds per step", "s_per_step", "{:.2f}"),
-        ("response tokens per second", "tokens_per_s", "{:.0f}"),
-        ("peak memory (GB RSS)", "peak_gb", "{:.2f}"),
-        (f"reward, mean of the last {LAST} steps", "reward", "{:.3f}"),
-        ("held-out greedy accuracy (problems)", "accuracy", "{:.1%}"),
-        ("held-out greedy accuracy (unseen answers)", "unseen_accuracy", "{:.1%}")]
+ROWS = [
+    ("seconds per step", "s_per_step", "{:.2f}"),
+    ("response tokens per second", "tokens_per_s", "{:.0f}"),
+    ("peak memory (GB RSS)", "peak_gb", "{:.2f}"),
+    (f"reward, mean of the last {LAST} steps", "reward", "{:.3f}"),
+    ("held-out greedy accuracy (problems)", "accuracy", "{:.1%}"),
+    ("held-out greedy accuracy (unseen answers)", "unseen_accuracy", "{:.1%}"),
+]
 
 
 def _mean_std(runs: list[dict[str, float]], key: str) -> dict[str, float]:
@@ -154,9 +197,11 @@ def _cell(v: dict[str, float], fmt: str, spread: bool) -> str:
 
 def _report(title: str, s: dict[str, Any], mine: list[dict[str, float]], theirs: list[dict[str, float]]) -> dict:
     """Print the side-by-side table (mean ± std over seeds when there are several); returns its figures."""
-    print(f"\n{title}: {s['steps']} GRPO steps of {s['prompts_per_step']} prompts x {s['group_size']} responses, "
-          f"budget {s['max_new_tokens']} tokens, lr {s['learning_rate']:g}, "
-          f"{s['threads'] or 'all the cores as'} torch thread(s), {len(mine)} seed(s)")
+    print(
+        f"\n{title}: {s['steps']} GRPO steps of {s['prompts_per_step']} prompts x {s['group_size']} responses, "
+        f"budget {s['max_new_tokens']} tokens, lr {s['learning_rate']:g}, "
+        f"{s['threads'] or 'all the cores as'} torch thread(s), {len(mine)} seed(s)"
+    )
     print(f"  {'':36} {'minirl':>16} {'TRL':>16} {'TRL / minirl':>13}")
     figures = {"settings": s, "minirl": mine, "trl": theirs, "mean": {}}
     for label, key, fmt in ROWS:
@@ -194,8 +239,9 @@ def run_trl_benchmark(quick: bool = False, seed: int | None = None, seeds: int =
     record = Record(save or "bench_trl", seeds=seed_list)
     parts = [("tiny", "1. Tiny model (~1M parameters), after a supervised warm start", TINY, seed_list)]
     if not quick:
-        parts.append(("smollm2", "2. SmolLM2-135M-Instruct (the top 10 of 30 blocks train; speed only)", SMOLLM2,
-                      seed_list[:1]))
+        parts.append(
+            ("smollm2", "2. SmolLM2-135M-Instruct (the top 10 of 30 blocks train; speed only)", SMOLLM2, seed_list[:1])
+        )
     ok = {}
     with tempfile.TemporaryDirectory() as tmp:
         for key, title, settings, part_seeds in parts:

@@ -44,6 +44,7 @@ MAZE_FLAGS_EXCLUDED = {"method", "seed", "layout", "progress"}
 
 # ---- flags from dataclasses ---------------------------------------------------------------------------------
 
+
 def field_help(cls) -> dict[str, str]:
     """``{field: text}`` from the ``Attributes:`` section of a dataclass's docstring (``a, b: text`` gives both)."""
     doc = (cls.__doc__ or "").split("Attributes:", 1)
@@ -92,14 +93,18 @@ def add_config_flags(parser, cls, excluded: set[str], seen: set[str]) -> None:
         if str(f.type).startswith("bool"):
             parser.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=None, help=text)
         else:
-            parser.add_argument(flag, dest=f.name, type=_typed(str(f.type)), default=None, help=text,
-                                metavar=f.name.upper())
+            parser.add_argument(
+                flag, dest=f.name, type=_typed(str(f.type)), default=None, help=text, metavar=f.name.upper()
+            )
 
 
 def _given(args: argparse.Namespace, cls, excluded: set[str]) -> dict:
     """The flags of ``cls``'s fields that were given on the command line."""
-    return {f.name: getattr(args, f.name) for f in dataclasses.fields(cls)
-            if f.name not in excluded and getattr(args, f.name, None) is not None}
+    return {
+        f.name: getattr(args, f.name)
+        for f in dataclasses.fields(cls)
+        if f.name not in excluded and getattr(args, f.name, None) is not None
+    }
 
 
 def _knob_changes(pairs: list[str]) -> dict:
@@ -133,6 +138,7 @@ def _algorithm(name: str, changes: dict) -> AlgoConfig:
 
 # ---- building the runs ----------------------------------------------------------------------------------------
 
+
 def _is_maze(task: str) -> bool:
     return task == "maze"
 
@@ -144,10 +150,13 @@ def _is_text(task: str) -> bool:
 def _make_task(args: argparse.Namespace) -> SortingTask | VariableLengthSortingTask:
     if args.task == "variable_sorting":
         if args.reward not in VARIABLE_REWARDS:
-            raise SystemExit(f"minirl: --reward {args.reward} is not defined for variable_sorting; "
-                             f"choose from {list(VARIABLE_REWARDS)}")
-        return VariableLengthSortingTask(vocab_size=args.vocab_size, max_length=args.length,
-                                         min_length=args.min_length, reward=args.reward)
+            raise SystemExit(
+                f"minirl: --reward {args.reward} is not defined for variable_sorting; "
+                f"choose from {list(VARIABLE_REWARDS)}"
+            )
+        return VariableLengthSortingTask(
+            vocab_size=args.vocab_size, max_length=args.length, min_length=args.min_length, reward=args.reward
+        )
     return SortingTask(vocab_size=args.vocab_size, length=args.length, reward=args.reward)
 
 
@@ -159,11 +168,14 @@ def _check_flags(args: argparse.Namespace) -> None:
     if _is_maze(args.task):
         if train_only or args.set:
             wrong = sorted(train_only) + (["set"] if args.set else [])
-            raise SystemExit(f"minirl: {', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to "
-                             f"--task maze (its knobs: {sorted(_given_names(MazeTrainConfig, MAZE_FLAGS_EXCLUDED))})")
+            raise SystemExit(
+                f"minirl: {', '.join('--' + w.replace('_', '-') for w in wrong)} do(es) not apply to "
+                f"--task maze (its knobs: {sorted(_given_names(MazeTrainConfig, MAZE_FLAGS_EXCLUDED))})"
+            )
     elif maze_only:
-        raise SystemExit(f"minirl: {', '.join('--' + w.replace('_', '-') for w in sorted(maze_only))} appl(ies) to "
-                         f"--task maze only")
+        raise SystemExit(
+            f"minirl: {', '.join('--' + w.replace('_', '-') for w in sorted(maze_only))} appl(ies) to --task maze only"
+        )
 
 
 def _given_names(cls, excluded: set[str]) -> list[str]:
@@ -173,21 +185,31 @@ def _given_names(cls, excluded: set[str]) -> list[str]:
 def _config(args: argparse.Namespace, algo: str, seed: int, progress: bool):
     """The TrainConfig or MazeTrainConfig of one (algorithm, seed) on a toy task."""
     if _is_maze(args.task):
-        return MazeTrainConfig(method=algo, seed=seed, progress=progress,
-                               **_given(args, MazeTrainConfig, MAZE_FLAGS_EXCLUDED))
-    return TrainConfig(task=_make_task(args), algo=_algorithm(algo, _knob_changes(args.set)), seed=seed,
-                       progress=progress, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED))
+        return MazeTrainConfig(
+            method=algo, seed=seed, progress=progress, **_given(args, MazeTrainConfig, MAZE_FLAGS_EXCLUDED)
+        )
+    return TrainConfig(
+        task=_make_task(args),
+        algo=_algorithm(algo, _knob_changes(args.set)),
+        seed=seed,
+        progress=progress,
+        **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED),
+    )
 
 
 def run_summary(task: str, label: str, history: History) -> str:
     """One line for one finished toy run."""
     last, seconds = history.evals[-1], history.records[-1]["wall_time"]
     if _is_maze(task):
-        return (f"{label:>18} seed {history.seed}: {int(history['episodes'][-1])} episodes in {seconds:5.1f} s, "
-                f"mean return {history.last('reward', 10):.2f}, greedy success {last['greedy_success']:.0%}, "
-                f"exact expected return {last['exact_return']:.2f}")
-    return (f"{label:>12} seed {history.seed}: {len(history)} steps in {seconds:5.1f} s, reward "
-            f"{history.last('reward', 10):.2f}, greedy exact {last['greedy_exact']:.1%} on the evaluation prompts")
+        return (
+            f"{label:>18} seed {history.seed}: {int(history['episodes'][-1])} episodes in {seconds:5.1f} s, "
+            f"mean return {history.last('reward', 10):.2f}, greedy success {last['greedy_success']:.0%}, "
+            f"exact expected return {last['exact_return']:.2f}"
+        )
+    return (
+        f"{label:>12} seed {history.seed}: {len(history)} steps in {seconds:5.1f} s, reward "
+        f"{history.last('reward', 10):.2f}, greedy exact {last['greedy_exact']:.1%} on the evaluation prompts"
+    )
 
 
 def text_run_settings(args: argparse.Namespace) -> dict:
@@ -195,10 +217,18 @@ def text_run_settings(args: argparse.Namespace) -> dict:
     (``--set kl_coef=...`` replaces the recipe's KL coefficient)."""
     from minirl.lm_train import RUN_DEFAULTS, model_kind
 
-    chosen = {"learning_rate": args.learning_rate, "steps": args.steps, "prompts_per_step": args.prompts_per_step,
-              "group_size": args.group_size, "max_new_tokens": args.max_new_tokens, "sft_steps": args.sft_steps,
-              "few_shot": args.few_shot, "eval_prompts": args.eval_prompts, "eval_every": args.eval_every,
-              "kl_coef": _knob_changes(args.set).get("kl_coef")}
+    chosen = {
+        "learning_rate": args.learning_rate,
+        "steps": args.steps,
+        "prompts_per_step": args.prompts_per_step,
+        "group_size": args.group_size,
+        "max_new_tokens": args.max_new_tokens,
+        "sft_steps": args.sft_steps,
+        "few_shot": args.few_shot,
+        "eval_prompts": args.eval_prompts,
+        "eval_every": args.eval_every,
+        "kl_coef": _knob_changes(args.set).get("kl_coef"),
+    }
     run = {**RUN_DEFAULTS[model_kind(args.model, args.device)], **{k: v for k, v in chosen.items() if v is not None}}
     if args.trainable_layers is not None:
         run["trainable_layers"] = None if args.trainable_layers == "all" else args.trainable_layers
@@ -238,29 +268,62 @@ def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, 
     run = text_run_settings(args)
     task = _make_text_task(args, run)
     start = time.perf_counter()
-    policy = make_lm_policy(args.model, seed=seed, max_new_tokens=run["max_new_tokens"], device=args.device,
-                            trainable_layers=run["trainable_layers"])
-    print(f"loaded {args.model} ({sum(p.numel() for p in policy.parameters()) / 1e6:.1f}M parameters) on "
-          f"{policy.device} in {time.perf_counter() - start:.1f} s", flush=True)
+    policy = make_lm_policy(
+        args.model,
+        seed=seed,
+        max_new_tokens=run["max_new_tokens"],
+        device=args.device,
+        trainable_layers=run["trainable_layers"],
+    )
+    print(
+        f"loaded {args.model} ({sum(p.numel() for p in policy.parameters()) / 1e6:.1f}M parameters) on "
+        f"{policy.device} in {time.perf_counter() - start:.1f} s",
+        flush=True,
+    )
     if run["sft_steps"]:
-        sft = sft_warm_start(policy, task, run["sft_steps"], run["prompts_per_step"], run["sft_learning_rate"],
-                             seed=seed, threads=run["threads"], progress=not args.no_progress)
+        sft = sft_warm_start(
+            policy,
+            task,
+            run["sft_steps"],
+            run["prompts_per_step"],
+            run["sft_learning_rate"],
+            seed=seed,
+            threads=run["threads"],
+            progress=not args.no_progress,
+        )
         print(f"SFT warm start: {run['sft_steps']} steps, loss {sft.last('loss', 10):.3f} nats/token", flush=True)
     changes = {**_knob_changes(args.set), "kl_coef": run["kl_coef"]}
-    recipe = dict(steps=run["steps"], prompts_per_step=run["prompts_per_step"], group_size=run["group_size"],
-                  learning_rate=run["learning_rate"], eval_every=run["eval_every"], eval_prompts=run["eval_prompts"],
-                  eval_sampled=False, threads=run["threads"])
-    config = TrainConfig(task=task, algo=lm_algorithm(algo, **changes), seed=seed, progress=not args.no_progress,
-                         **{**recipe, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)})
+    recipe = dict(
+        steps=run["steps"],
+        prompts_per_step=run["prompts_per_step"],
+        group_size=run["group_size"],
+        learning_rate=run["learning_rate"],
+        eval_every=run["eval_every"],
+        eval_prompts=run["eval_prompts"],
+        eval_sampled=False,
+        threads=run["threads"],
+    )
+    config = TrainConfig(
+        task=task,
+        algo=lm_algorithm(algo, **changes),
+        seed=seed,
+        progress=not args.no_progress,
+        **{**recipe, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)},
+    )
     _, history = train(config, policy)
     first, last = history.evals[0], history.evals[-1]
-    unseen = (f", unseen answers {first['unseen_greedy_exact']:.1%} -> {last['unseen_greedy_exact']:.1%}"
-              if "unseen_greedy_exact" in last else "")
-    summary = (f"{algo:>12} seed {seed} on {args.model}: {len(history)} steps in {history['wall_time'][-1]:.0f} s "
-               f"({history['gen_seconds'].mean():.1f} s generation + {history['update_seconds'].mean():.1f} s update "
-               f"per step), reward {history.last('reward', 5):.2f}, held-out greedy accuracy "
-               f"{first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}{unseen}, format "
-               f"{first.get('greedy_format', float('nan')):.0%} -> {last.get('greedy_format', float('nan')):.0%}")
+    unseen = (
+        f", unseen answers {first['unseen_greedy_exact']:.1%} -> {last['unseen_greedy_exact']:.1%}"
+        if "unseen_greedy_exact" in last
+        else ""
+    )
+    summary = (
+        f"{algo:>12} seed {seed} on {args.model}: {len(history)} steps in {history['wall_time'][-1]:.0f} s "
+        f"({history['gen_seconds'].mean():.1f} s generation + {history['update_seconds'].mean():.1f} s update "
+        f"per step), reward {history.last('reward', 5):.2f}, held-out greedy accuracy "
+        f"{first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}{unseen}, format "
+        f"{first.get('greedy_format', float('nan')):.0%} -> {last.get('greedy_format', float('nan')):.0%}"
+    )
     return history, summary
 
 
@@ -288,8 +351,14 @@ def _plot(runs: dict[str, list[History]], task: str, path: str) -> None:
         x = "episodes" if _is_maze(task) else "samples"
         fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
         plot_reward_curves(runs, "reward", ax=axes[0], x=x, title=f"{task}: training reward")
-        plot_reward_curves(runs, second, ax=axes[1], x=x, smooth=1,
-                           title=f"{task}: {'exact return (DP)' if _is_maze(task) else 'greedy accuracy'}")
+        plot_reward_curves(
+            runs,
+            second,
+            ax=axes[1],
+            x=x,
+            smooth=1,
+            title=f"{task}: {'exact return (DP)' if _is_maze(task) else 'greedy accuracy'}",
+        )
         fig.tight_layout()
     _save(fig, path)
 
@@ -322,8 +391,12 @@ def _run(args: argparse.Namespace, algos: list[str], seeds: list[int]) -> dict[s
     per_run_bar = not args.no_progress and workers == 1
     configs = {algo: [_config(args, algo, seed, per_run_bar) for seed in seeds] for algo in algos}
     labels = {algo: (group[0].method if _is_maze(args.task) else group[0].algo.name) for algo, group in configs.items()}
-    runs = run_all(configs, workers=workers, progress=not args.no_progress,
-                   on_done=lambda algo, h: print(run_summary(args.task, labels[algo], h), flush=True))
+    runs = run_all(
+        configs,
+        workers=workers,
+        progress=not args.no_progress,
+        on_done=lambda algo, h: print(run_summary(args.task, labels[algo], h), flush=True),
+    )
     return {labels[algo]: histories for algo, histories in runs.items()}
 
 
@@ -333,8 +406,13 @@ def _save_runs(args: argparse.Namespace, record, runs: dict[str, list[History]])
         return
     from minirl.results import history_figures
 
-    record.figures.update({"task": args.task, **({"model": args.model} if _is_text(args.task) else {}),
-                           "runs": {label: [history_figures(h) for h in hs] for label, hs in runs.items()}})
+    record.figures.update(
+        {
+            "task": args.task,
+            **({"model": args.model} if _is_text(args.task) else {}),
+            "runs": {label: [history_figures(h) for h in hs] for label, hs in runs.items()},
+        }
+    )
     record.save()
 
 
@@ -346,6 +424,7 @@ def _record(args: argparse.Namespace, seeds: list[int], default_name: str):
 
 
 # ---- the commands ---------------------------------------------------------------------------------------------
+
 
 def cmd_train(args: argparse.Namespace) -> int:
     what = Path(args.model).name if _is_text(args.task) else args.algo
@@ -369,8 +448,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
     _save_runs(args, record, runs)
     metric = "greedy_success" if _is_maze(args.task) else "greedy_exact"
     finals = ", ".join(f"{label} {sum(h.evals[-1][metric] for h in hs) / len(hs):.1%}" for label, hs in runs.items())
-    print(f"compared {len(algos)} algorithms x {args.seeds} seeds on {args.task} in "
-          f"{time.perf_counter() - start:.0f} s; mean final {metric}: {finals}")
+    print(
+        f"compared {len(algos)} algorithms x {args.seeds} seeds on {args.task} in "
+        f"{time.perf_counter() - start:.0f} s; mean final {metric}: {finals}"
+    )
     if args.plot:
         _plot(runs, args.task, args.plot)
     return 0
@@ -387,21 +468,36 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise SystemExit("minirl: --seeds must be >= 1")
     settings = {**LADDER_SETTINGS, **({"steps": args.steps} if args.steps else {})}
-    print(f"The ladder on sorting 3 numbers from 0..4: {len(LADDER_RUNGS)} rungs x {args.seeds} seeds, "
-          f"{settings['steps']} steps of {settings['prompts_per_step']} prompts x {settings['group_size']} responses, "
-          f"{args.workers or os.cpu_count()} process(es)", flush=True)
+    print(
+        f"The ladder on sorting 3 numbers from 0..4: {len(LADDER_RUNGS)} rungs x {args.seeds} seeds, "
+        f"{settings['steps']} steps of {settings['prompts_per_step']} prompts x {settings['group_size']} responses, "
+        f"{args.workers or os.cpu_count()} process(es)",
+        flush=True,
+    )
     start = time.perf_counter()
     record = _record(args, list(range(args.seeds)), "ladder")
-    runs = run_all(ladder_configs(args.seeds, **settings), workers=args.workers, progress=not args.no_progress,
-                   on_done=lambda rung, h: print(run_summary("sorting", rung, h), flush=True))
+    runs = run_all(
+        ladder_configs(args.seeds, **settings),
+        workers=args.workers,
+        progress=not args.no_progress,
+        on_done=lambda rung, h: print(run_summary("sorting", rung, h), flush=True),
+    )
     elapsed = time.perf_counter() - start
-    print(f"\n{len(LADDER_RUNGS)} rungs x {args.seeds} seeds in {elapsed:.0f} s. What each knob "
-          f"bought (mean ± std over seeds):\n{ladder_summary(runs)}")
+    print(
+        f"\n{len(LADDER_RUNGS)} rungs x {args.seeds} seeds in {elapsed:.0f} s. What each knob "
+        f"bought (mean ± std over seeds):\n{ladder_summary(runs)}"
+    )
     if record is not None:
         from minirl.compare import ladder_figures
 
-        record.figures.update({"settings": settings, "workers": args.workers or os.cpu_count(),
-                               "seconds": elapsed, **ladder_figures(runs)})
+        record.figures.update(
+            {
+                "settings": settings,
+                "workers": args.workers or os.cpu_count(),
+                "seconds": elapsed,
+                **ladder_figures(runs),
+            }
+        )
         record.save()
     if args.plot:
         _save(plot_ladder(runs), args.plot)
@@ -418,8 +514,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.lm:
         from minirl.bench_lm import run_lm_benchmark
 
-        return run_lm_benchmark(quick=args.quick, seeds=args.seeds, minutes=args.minutes,
-                                save=_save_name(args.save, "bench_lm"))
+        return run_lm_benchmark(
+            quick=args.quick, seeds=args.seeds, minutes=args.minutes, save=_save_name(args.save, "bench_lm")
+        )
     from minirl.bench import run_benchmark
 
     return run_benchmark(quick=args.quick, seeds=args.seeds, save=_save_name(args.save, "bench"))
@@ -435,42 +532,70 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     def add_save(p: argparse.ArgumentParser) -> None:
-        p.add_argument("--save", nargs="?", const="", default=None, metavar="NAME",
-                       help="keep the measured figures with their command, commit, machine and seeds in "
-                            "results/NAME.json (a path ending in .json also works; NAME defaults to the command's)")
+        p.add_argument(
+            "--save",
+            nargs="?",
+            const="",
+            default=None,
+            metavar="NAME",
+            help="keep the measured figures with their command, commit, machine and seeds in "
+            "results/NAME.json (a path ending in .json also works; NAME defaults to the command's)",
+        )
 
     def add_common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--task", choices=TASKS, default="sorting")
         p.add_argument("--plot", default=None, help="save reward curves to this PNG")
         p.add_argument("--no-progress", action="store_true", help="hide progress bars")
-        p.add_argument("--set", action="append", default=[], metavar="KNOB=VALUE",
-                       help="change a knob of the algorithm (an AlgoConfig field), e.g. --set inner_epochs=8 "
-                            "--set clip_eps_high=0.28; repeatable")
-        p.add_argument("--workers", type=int, default=0,
-                       help="toy tasks: runs training side by side in separate processes (0 = one per CPU core)")
+        p.add_argument(
+            "--set",
+            action="append",
+            default=[],
+            metavar="KNOB=VALUE",
+            help="change a knob of the algorithm (an AlgoConfig field), e.g. --set inner_epochs=8 "
+            "--set clip_eps_high=0.28; repeatable",
+        )
+        p.add_argument(
+            "--workers",
+            type=int,
+            default=0,
+            help="toy tasks: runs training side by side in separate processes (0 = one per CPU core)",
+        )
         add_save(p)
         seen: set[str] = set()
-        add_config_flags(p.add_argument_group("training (TrainConfig: sorting and text tasks)"), TrainConfig,
-                         TRAIN_FLAGS_EXCLUDED, seen)
-        add_config_flags(p.add_argument_group("maze training (MazeTrainConfig; --steps, --learning-rate and "
-                                              "--eval-every above apply too)"), MazeTrainConfig,
-                         MAZE_FLAGS_EXCLUDED, seen)
+        add_config_flags(
+            p.add_argument_group("training (TrainConfig: sorting and text tasks)"),
+            TrainConfig,
+            TRAIN_FLAGS_EXCLUDED,
+            seen,
+        )
+        add_config_flags(
+            p.add_argument_group(
+                "maze training (MazeTrainConfig; --steps, --learning-rate and --eval-every above apply too)"
+            ),
+            MazeTrainConfig,
+            MAZE_FLAGS_EXCLUDED,
+            seen,
+        )
         g = p.add_argument_group("sorting tasks")
         g.add_argument("--vocab-size", type=int, default=5)
         g.add_argument("--length", type=int, default=3, help="prompt length (variable_sorting: the longest)")
         g.add_argument("--min-length", type=int, default=1, help="variable_sorting: the shortest prompt")
         g.add_argument("--reward", choices=sorted(REWARDS), default="sort_distance")
         t = p.add_argument_group("text tasks (a language model; defaults depend on --model)")
-        t.add_argument("--model", default="smollm2-135m",
-                       help="'smollm2-135m' (shipped, offline), 'tiny' (a ~1M-parameter model built here), a local "
-                            "folder or a hub name")
+        t.add_argument(
+            "--model",
+            default="smollm2-135m",
+            help="'smollm2-135m' (shipped, offline), 'tiny' (a ~1M-parameter model built here), a local "
+            "folder or a hub name",
+        )
         t.add_argument("--max-value", type=int, default=9, help="text_sort: numbers are 0 .. max-value")
         t.add_argument("--digits", type=int, default=2, help="text_add: digits per operand")
         t.add_argument("--few-shot", type=int, default=None, help="worked examples in each prompt")
         t.add_argument("--max-new-tokens", type=int, default=None, help="response length budget (tokens)")
         t.add_argument("--sft-steps", type=int, default=None, help="supervised warm-start steps before RL")
-        t.add_argument("--trainable-layers", type=_layers, default=None,
-                       help="train only the top N transformer blocks, or 'all'")
+        t.add_argument(
+            "--trainable-layers", type=_layers, default=None, help="train only the top N transformer blocks, or 'all'"
+        )
         t.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
 
     p_train = sub.add_parser("train", help="train one algorithm with one seed")
@@ -485,8 +610,11 @@ def build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--seeds", type=int, default=3)
     p_cmp.set_defaults(func=cmd_compare)
 
-    p_ladder = sub.add_parser("ladder", help="the main job: six rungs of the policy-gradient ladder, one knob apart, "
-                                             "over seeds; prints what each knob bought and plots the curves")
+    p_ladder = sub.add_parser(
+        "ladder",
+        help="the main job: six rungs of the policy-gradient ladder, one knob apart, "
+        "over seeds; prints what each knob bought and plots the curves",
+    )
     p_ladder.add_argument("--seeds", type=int, default=3)
     p_ladder.add_argument("--steps", type=int, default=None, help="training steps per run (default: 600)")
     p_ladder.add_argument("--workers", type=int, default=0, help="processes side by side (0 = one per CPU core)")
@@ -498,13 +626,23 @@ def build_parser() -> argparse.ArgumentParser:
     p_bench = sub.add_parser("bench", help="the acceptance benchmark: print a table of measured figures")
     p_bench.add_argument("--seeds", type=int, default=3, help="seeds 0 .. N-1 of every measured run")
     p_bench.add_argument("--quick", action="store_true", help="a much shorter run (for smoke tests)")
-    p_bench.add_argument("--lm", action="store_true",
-                         help="the language-model benchmark: the tiny model's and SmolLM2's recipes over seeds")
-    p_bench.add_argument("--minutes", type=float, default=None,
-                         help="--lm: stop SmolLM2's training after this many minutes (default: the recipe's steps)")
+    p_bench.add_argument(
+        "--lm",
+        action="store_true",
+        help="the language-model benchmark: the tiny model's and SmolLM2's recipes over seeds",
+    )
+    p_bench.add_argument(
+        "--minutes",
+        type=float,
+        default=None,
+        help="--lm: stop SmolLM2's training after this many minutes (default: the recipe's steps)",
+    )
     add_save(p_bench)
-    p_bench.add_argument("--trl", action="store_true",
-                         help="minirl and TRL's GRPOTrainer side by side on the same run (needs the trl extra)")
+    p_bench.add_argument(
+        "--trl",
+        action="store_true",
+        help="minirl and TRL's GRPOTrainer side by side on the same run (needs the trl extra)",
+    )
     p_bench.set_defaults(func=cmd_bench)
     return parser
 

@@ -91,8 +91,11 @@ def _assigned_names(region: list[str]) -> list[str]:
         tree = ast.parse("def _region():\n" + textwrap.indent(body, "    "))
     except SyntaxError:
         return []
-    stores = sorted((node.lineno, node.col_offset, node.id) for node in ast.walk(tree)
-                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store))
+    stores = sorted(
+        (node.lineno, node.col_offset, node.id)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)
+    )
     return list(dict.fromkeys(name for _, _, name in stores))
 
 
@@ -107,8 +110,11 @@ def _names_needed_below(before: list[str], region: list[str], after: list[str], 
     names), and that nothing before the region bound: the learner must bind them, and the stub says so."""
     seen_before = " ".join(_code_part(line) for line in before)
     seen_after = " ".join([*(_code_part(line) for line in after), *later_hints])
-    return [name for name in _assigned_names(region)
-            if re.search(rf"\b{name}\b", seen_after) and not re.search(rf"\b{name}\b", seen_before)]
+    return [
+        name
+        for name in _assigned_names(region)
+        if re.search(rf"\b{name}\b", seen_after) and not re.search(rf"\b{name}\b", seen_before)
+    ]
 
 
 def strip_solutions(source: str, where: str = "cell") -> str:
@@ -128,8 +134,10 @@ def strip_solutions(source: str, where: str = "cell") -> str:
         marker = line.strip()
         if marker == BEGIN:
             if begin_line is not None:
-                raise CourseError(f"{where}: line {number}: {BEGIN!r} inside the region opened on line {begin_line} "
-                                  f"(close it with {END!r} first)")
+                raise CourseError(
+                    f"{where}: line {number}: {BEGIN!r} inside the region opened on line {begin_line} "
+                    f"(close it with {END!r} first)"
+                )
             begin_line = number
         elif marker == END:
             if begin_line is None:
@@ -146,12 +154,16 @@ def strip_solutions(source: str, where: str = "cell") -> str:
         if index in starts:
             end, indent = starts[index]
             following = lines[index + 1].strip()
-            hint = following[len(HINT):].strip() if following.startswith(HINT) else ""
-            region = [text for text in lines[index + 1:end] if not text.strip().startswith(HINT)]
-            later_hints = [lines[start + 1].strip()[len(HINT):] for start, _, _ in regions
-                           if start > index and lines[start + 1].strip().startswith(HINT)]
-            needed = _names_needed_below([lines[i] for i in kept if i < index], region,
-                                         [lines[i] for i in kept if i > end], later_hints)
+            hint = following[len(HINT) :].strip() if following.startswith(HINT) else ""
+            region = [text for text in lines[index + 1 : end] if not text.strip().startswith(HINT)]
+            later_hints = [
+                lines[start + 1].strip()[len(HINT) :]
+                for start, _, _ in regions
+                if start > index and lines[start + 1].strip().startswith(HINT)
+            ]
+            needed = _names_needed_below(
+                [lines[i] for i in kept if i < index], region, [lines[i] for i in kept if i > end], later_hints
+            )
             if needed:
                 out.append(f"{indent}# your code must set: {', '.join(needed)} (used below)")
             out.append(_stub(indent, hint or DEFAULT_HINT))
@@ -359,8 +371,11 @@ def stale_notebooks(solutions_dir: str | Path = "solutions", notebooks_dir: str 
 def main(argv: list[str] | None = None) -> int:
     """``python -m minirl.course {build,check}``; returns the exit status."""
     parser = argparse.ArgumentParser(prog="python -m minirl.course", description=__doc__.split("\n")[0])
-    parser.add_argument("command", choices=["build", "check"],
-                        help="build: regenerate notebooks/ from solutions/; check: exit 1 if anything is stale")
+    parser.add_argument(
+        "command",
+        choices=["build", "check"],
+        help="build: regenerate notebooks/ from solutions/; check: exit 1 if anything is stale",
+    )
     parser.add_argument("--solutions", default="solutions", help="solution notebooks (default: solutions/)")
     parser.add_argument("--notebooks", default="notebooks", help="learner notebooks (default: notebooks/)")
     args = parser.parse_args(argv)

@@ -79,8 +79,10 @@ def sequence_log_probs(logits: torch.Tensor, responses: torch.Tensor) -> torch.T
 def _check_table(logits: torch.Tensor, reward_table: torch.Tensor) -> None:
     n = logits.shape[1] ** logits.shape[0]
     if reward_table.shape != (n,):
-        raise ValueError(f"reward_table must hold one reward per response, shape [{n}] "
-                         f"(vocab ** pos, in the order of all_responses); got {list(reward_table.shape)}")
+        raise ValueError(
+            f"reward_table must hold one reward per response, shape [{n}] "
+            f"(vocab ** pos, in the order of all_responses); got {list(reward_table.shape)}"
+        )
 
 
 def expected_reward(logits: torch.Tensor, reward_table: torch.Tensor) -> torch.Tensor:
@@ -135,8 +137,9 @@ def gradient_estimates(
     rewards = reward_table[response_index(responses, logits.shape[1])].to(probs.dtype)  # [n_groups, G]
     deltas = deltas_fn(rewards)
     if deltas.shape != rewards.shape:
-        raise ValueError(f"deltas_fn must return deltas of the rewards' shape {list(rewards.shape)}; "
-                         f"got {list(deltas.shape)}")
+        raise ValueError(
+            f"deltas_fn must return deltas of the rewards' shape {list(rewards.shape)}; got {list(deltas.shape)}"
+        )
     return torch.einsum("ng,ngpv->npv", deltas.to(probs.dtype), score(logits, responses)) / group_size
 
 
@@ -167,8 +170,10 @@ def estimator_stats(estimates: torch.Tensor, exact: torch.Tensor) -> dict[str, f
     E[·] is the average over the n estimates.
     """
     if estimates.shape[1:] != exact.shape:
-        raise ValueError(f"estimates must be [n, *exact.shape] = [n, {', '.join(map(str, exact.shape))}]; "
-                         f"got {list(estimates.shape)}")
+        raise ValueError(
+            f"estimates must be [n, *exact.shape] = [n, {', '.join(map(str, exact.shape))}]; "
+            f"got {list(estimates.shape)}"
+        )
     est = estimates.detach().double().flatten(1)
     g = exact.detach().double().flatten()
     g_sq = float(g @ g)

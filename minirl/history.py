@@ -51,16 +51,19 @@ class History:
         """(steps, values) of an evaluation metric."""
         if self.evals and metric not in self.evals[0]:
             raise KeyError(f"no eval metric {metric!r}; it has {list(self.evals[0])}")
-        return (np.array([e["step"] for e in self.evals], dtype=float),
-                np.array([e[metric] for e in self.evals], dtype=float))
+        return (
+            np.array([e["step"] for e in self.evals], dtype=float),
+            np.array([e[metric] for e in self.evals], dtype=float),
+        )
 
     def last(self, metric: str, n: int = 1) -> float:
         """Mean of the last ``n`` values of a per-step metric."""
         return float(self[metric][-n:].mean())
 
     def to_json(self, path: str | Path) -> None:
-        Path(path).write_text(json.dumps(
-            {"label": self.label, "seed": self.seed, "records": self.records, "evals": self.evals}))
+        Path(path).write_text(
+            json.dumps({"label": self.label, "seed": self.seed, "records": self.records, "evals": self.evals})
+        )
 
     @classmethod
     def from_json(cls, path: str | Path) -> History:

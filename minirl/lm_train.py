@@ -32,10 +32,18 @@ from minirl.history import History
 from minirl.losses import sft_loss
 from minirl.utils import check_positive_ints, torch_threads
 
-__all__ = ["LM_CHANGES", "RUN_DEFAULTS", "lm_algorithm", "make_lm_policy", "model_kind", "recipe_task",
-           "sft_warm_start"]
+__all__ = [
+    "LM_CHANGES",
+    "RUN_DEFAULTS",
+    "lm_algorithm",
+    "make_lm_policy",
+    "model_kind",
+    "recipe_task",
+    "sft_warm_start",
+]
 
 LM_CHANGES = {"entropy_coef": 0.0, "inner_epochs": 1, "kl_coef": 0.02, "ref_refresh_every": None}
+
 
 def lm_algorithm(algo: str | AlgoConfig = "grpo", **changes: Any) -> AlgoConfig:
     """The preset ``algo`` with the language-model knobs ``LM_CHANGES`` (then ``changes``) applied."""
@@ -86,24 +94,64 @@ def sft_warm_start(
 RUN_DEFAULTS: dict[str, dict[str, Any]] = {
     # The tiny model: a long supervised warm start (it starts from random weights), then GRPO at a gentle
     # learning rate (README, "The tiny model").
-    "tiny": dict(system=None, learning_rate=3e-4, steps=150, prompts_per_step=16, group_size=8, max_new_tokens=10,
-                 sft_steps=1000, sft_learning_rate=1.5e-3, few_shot=0, eval_prompts=200, eval_every=25, threads=1,
-                 trainable_layers=None, kl_coef=0.02, unseen_answers=20),
+    "tiny": dict(
+        system=None,
+        learning_rate=3e-4,
+        steps=150,
+        prompts_per_step=16,
+        group_size=8,
+        max_new_tokens=10,
+        sft_steps=1000,
+        sft_learning_rate=1.5e-3,
+        few_shot=0,
+        eval_prompts=200,
+        eval_every=25,
+        threads=1,
+        trainable_layers=None,
+        kl_coef=0.02,
+        unseen_answers=20,
+    ),
     # SmolLM2 on a CPU: one worked example and a short system message (instead of its ~20-token default) keep
     # the prompt short, and the part every prompt shares runs once per batch. What makes a step affordable on 2
     # cores: only the top 10 of the 30 blocks train (the backward pass stops there), no KL term (no reference
     # forward pass), a 10-token budget (a 3-number answer is 8 tokens with its end token) and the shared prompt
     # cache. Training fewer weights also tolerates a larger learning rate (README, "SmolLM2 on 2 CPU cores").
-    "pretrained": dict(learning_rate=1e-4, steps=80, prompts_per_step=8, group_size=8, max_new_tokens=10,
-                       sft_steps=0, sft_learning_rate=1e-5, few_shot=1, system="You sort numbers.",
-                       eval_prompts=200, eval_every=20, threads=None, trainable_layers=10, kl_coef=0.0,
-                       unseen_answers=20),
+    "pretrained": dict(
+        learning_rate=1e-4,
+        steps=80,
+        prompts_per_step=8,
+        group_size=8,
+        max_new_tokens=10,
+        sft_steps=0,
+        sft_learning_rate=1e-5,
+        few_shot=1,
+        system="You sort numbers.",
+        eval_prompts=200,
+        eval_every=20,
+        threads=None,
+        trainable_layers=10,
+        kl_coef=0.0,
+        unseen_answers=20,
+    ),
     # The same on a GPU (bfloat16 autocast): 8 times the samples per step, every weight training, a smaller
     # learning rate and the KL leash (README, "SmolLM2 on a GPU").
-    "pretrained-cuda": dict(learning_rate=3e-5, steps=30, prompts_per_step=32, group_size=16, max_new_tokens=16,
-                            sft_steps=0, sft_learning_rate=1e-5, few_shot=1, system="You sort numbers.",
-                            eval_prompts=200, eval_every=5, threads=None, trainable_layers=None, kl_coef=0.02,
-                            unseen_answers=20),
+    "pretrained-cuda": dict(
+        learning_rate=3e-5,
+        steps=30,
+        prompts_per_step=32,
+        group_size=16,
+        max_new_tokens=16,
+        sft_steps=0,
+        sft_learning_rate=1e-5,
+        few_shot=1,
+        system="You sort numbers.",
+        eval_prompts=200,
+        eval_every=5,
+        threads=None,
+        trainable_layers=None,
+        kl_coef=0.02,
+        unseen_answers=20,
+    ),
 }
 
 
@@ -115,8 +163,13 @@ def recipe_task(kind: str = "pretrained", n_numbers: int = 3, max_value: int = 9
     if kind not in RUN_DEFAULTS:
         raise ValueError(f"kind must be one of {sorted(RUN_DEFAULTS)}; got {kind!r}")
     run = RUN_DEFAULTS[kind]
-    return TextSortTask(n_numbers=n_numbers, max_value=max_value, few_shot=run["few_shot"], system=run["system"],
-                        n_unseen_answers=run["unseen_answers"])
+    return TextSortTask(
+        n_numbers=n_numbers,
+        max_value=max_value,
+        few_shot=run["few_shot"],
+        system=run["system"],
+        n_unseen_answers=run["unseen_answers"],
+    )
 
 
 def model_kind(name_or_path: str, device: str | torch.device | None = None) -> str:
@@ -130,8 +183,13 @@ def model_kind(name_or_path: str, device: str | torch.device | None = None) -> s
     return "pretrained-cuda" if default_device(device).type == "cuda" else "pretrained"
 
 
-def make_lm_policy(name_or_path: str, seed: int = 0, max_new_tokens: int = 16, device: str | None = None,
-                   trainable_layers: int | None = None):
+def make_lm_policy(
+    name_or_path: str,
+    seed: int = 0,
+    max_new_tokens: int = 16,
+    device: str | None = None,
+    trainable_layers: int | None = None,
+):
     """``"tiny"`` (a fresh ~1M-parameter model, initialised from ``seed``), ``"smollm2-135m"`` (the shipped
     model), a local folder or a hub name (``minirl.lm.load_policy``), with only its top ``trainable_layers``
     blocks trainable (None: all; ``CausalLMPolicy.train_top_layers``)."""

@@ -237,8 +237,10 @@ def policy_loss(
     if mask is None:
         mask = torch.ones_like(log_probs)
     elif mask.shape != log_probs.shape:
-        raise ValueError(f"shape mismatch: mask {list(mask.shape)}, log_probs {list(log_probs.shape)}; "
-                         "mask must be [batch, trial, pos]")
+        raise ValueError(
+            f"shape mismatch: mask {list(mask.shape)}, log_probs {list(log_probs.shape)}; "
+            "mask must be [batch, trial, pos]"
+        )
     if ratio_level not in ("token", "sequence"):
         raise ValueError(f"ratio_level must be 'token' or 'sequence'; got {ratio_level!r}")
     if clip_eps_low is not None and not clip_eps_low > 0:

@@ -192,9 +192,7 @@ class Rollout:
 
 
 @torch.no_grad()
-def rollout(
-    maze: Maze, policy: MazePolicy, n_episodes: int, generator: torch.Generator | None = None
-) -> Rollout:
+def rollout(maze: Maze, policy: MazePolicy, n_episodes: int, generator: torch.Generator | None = None) -> Rollout:
     """Play ``n_episodes`` episodes from the start with ``policy``, all at once (a loop over time only).
 
     Same dynamics as ``Maze.step``: a move goes to ``maze.next_cell_table[cell, action]``,
@@ -308,8 +306,14 @@ class MazeTrainConfig:
     def __post_init__(self) -> None:
         if self.method not in MAZE_ALGORITHMS:
             raise ValueError(f"method must be one of {MAZE_ALGORITHMS}; got {self.method!r}")
-        for name, low in (("steps", 1), ("episodes_per_step", 1), ("ppo_epochs", 1), ("max_steps", 1),
-                          ("eval_every", 0), ("seed", 0)):
+        for name, low in (
+            ("steps", 1),
+            ("episodes_per_step", 1),
+            ("ppo_epochs", 1),
+            ("max_steps", 1),
+            ("eval_every", 0),
+            ("seed", 0),
+        ):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < low:
                 raise ValueError(f"{name} must be an int >= {low}; got {value!r}")
@@ -322,8 +326,10 @@ class MazeTrainConfig:
             if not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
                 raise ValueError(f"{name} must be in [0, 1]; got {value!r}")
         if self.method == "reinforce_baseline" and self.episodes_per_step < 2:
-            raise ValueError("episodes_per_step must be >= 2 for 'reinforce_baseline' (the baseline of an "
-                             f"episode is the mean of the others); got {self.episodes_per_step}")
+            raise ValueError(
+                "episodes_per_step must be >= 2 for 'reinforce_baseline' (the baseline of an "
+                f"episode is the mean of the others); got {self.episodes_per_step}"
+            )
 
     def make_maze(self) -> Maze:
         """The maze this config trains on."""
@@ -387,8 +393,14 @@ def surrogate_loss(
     """
     log_probs = policy.log_prob(batch.cells, batch.actions).unsqueeze(1)
     old_log_probs = None if clip_eps is None else batch.log_probs.unsqueeze(1)
-    return policy_loss(log_probs, old_log_probs, advantages.unsqueeze(1), batch.mask.unsqueeze(1),
-                       clip_eps_low=clip_eps, aggregation="constant")
+    return policy_loss(
+        log_probs,
+        old_log_probs,
+        advantages.unsqueeze(1),
+        batch.mask.unsqueeze(1),
+        clip_eps_low=clip_eps,
+        aggregation="constant",
+    )
 
 
 def value_loss(value_model: ValueModel, batch: Rollout, targets: torch.Tensor) -> torch.Tensor:
@@ -434,8 +446,9 @@ def _train(cfg: MazeTrainConfig) -> tuple[MazePolicy, ValueModel | None, History
     history = History(label=cfg.method, seed=cfg.seed)
 
     start = time.perf_counter()
-    bar = tqdm(range(1, cfg.steps + 1), desc=f"maze {cfg.method} seed {cfg.seed}", disable=not cfg.progress,
-               leave=False)
+    bar = tqdm(
+        range(1, cfg.steps + 1), desc=f"maze {cfg.method} seed {cfg.seed}", disable=not cfg.progress, leave=False
+    )
     for step in bar:
         batch = rollout(maze, policy, cfg.episodes_per_step, generator)
         adv, targets = maze_advantages(batch, cfg.method, cfg.gamma, cfg.lam, value_model)
@@ -452,11 +465,18 @@ def _train(cfg: MazeTrainConfig) -> tuple[MazePolicy, ValueModel | None, History
             entropy = (policy.entropy(batch.cells) * batch.mask).sum() / batch.mask.sum()
         episodes = step * cfg.episodes_per_step
         exact = exact_return(maze, policy)
-        history.log(step=step, episodes=episodes, reward=float(batch.returns.mean()),
-                    success_rate=float(batch.success.float().mean()), entropy=float(entropy),
-                    loss=loss.item(), value_loss=v_loss.item(),
-                    clip_frac=metrics["clip_frac_low"] + metrics["clip_frac_high"],
-                    exact_return=exact, wall_time=time.perf_counter() - start)
+        history.log(
+            step=step,
+            episodes=episodes,
+            reward=float(batch.returns.mean()),
+            success_rate=float(batch.success.float().mean()),
+            entropy=float(entropy),
+            loss=loss.item(),
+            value_loss=v_loss.item(),
+            clip_frac=metrics["clip_frac_low"] + metrics["clip_frac_high"],
+            exact_return=exact,
+            wall_time=time.perf_counter() - start,
+        )
         if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
             greedy = greedy_success(maze, policy)
             history.log_eval(step=step, episodes=episodes, greedy_success=greedy, exact_return=exact)

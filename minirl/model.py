@@ -77,8 +77,12 @@ class TinyEncoderDecoder(nn.Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        check_positive_ints(vocab_size=vocab_size, embedding_dim=embedding_dim, prompt_length=prompt_length,
-                            response_length=response_length)
+        check_positive_ints(
+            vocab_size=vocab_size,
+            embedding_dim=embedding_dim,
+            prompt_length=prompt_length,
+            response_length=response_length,
+        )
         self.vocab_size = vocab_size
         self.embedding_dim = embedding_dim
         self.prompt_length = prompt_length
@@ -133,8 +137,13 @@ class RewardModel(nn.Module):
         generator: torch.Generator | None = None,
     ) -> None:
         super().__init__()
-        check_positive_ints(vocab_size=vocab_size, embedding_dim=embedding_dim, prompt_length=prompt_length,
-                            response_length=response_length, hidden_dim=hidden_dim)
+        check_positive_ints(
+            vocab_size=vocab_size,
+            embedding_dim=embedding_dim,
+            prompt_length=prompt_length,
+            response_length=response_length,
+            hidden_dim=hidden_dim,
+        )
         self.vocab_size, self.embedding_dim = vocab_size, embedding_dim
         self.prompt_length, self.response_length, self.hidden_dim = prompt_length, response_length, hidden_dim
         init = _init_weights(generator, init_scale / embedding_dim**0.5)
@@ -152,17 +161,29 @@ class RewardModel(nn.Module):
         self.out_weight, self.out_bias = linear(hidden_dim, 1)  # [1, hidden], [1]
 
     @classmethod
-    def from_policy(cls, policy: nn.Module, response_length: int | None = None, hidden_dim: int = 64,
-                    generator: torch.Generator | None = None) -> RewardModel:
+    def from_policy(
+        cls,
+        policy: nn.Module,
+        response_length: int | None = None,
+        hidden_dim: int = 64,
+        generator: torch.Generator | None = None,
+    ) -> RewardModel:
         """A reward model whose embedding and prompt encoder start as copies of a ``TinyEncoderDecoder``'s
         (as an RLHF reward model starts from the SFT model); the response encoder and the head are new."""
         for name in ("embedding", "encode_weights", "prompt_length", "response_length"):
             if not hasattr(policy, name):
-                raise TypeError(f"policy must be a TinyEncoderDecoder (it has no {name!r}); "
-                                f"got {type(policy).__name__}")
+                raise TypeError(
+                    f"policy must be a TinyEncoderDecoder (it has no {name!r}); got {type(policy).__name__}"
+                )
         vocab_size, dim = policy.embedding.shape
-        model = cls(vocab_size, dim, policy.prompt_length, response_length or policy.response_length, hidden_dim,
-                    generator=generator)
+        model = cls(
+            vocab_size,
+            dim,
+            policy.prompt_length,
+            response_length or policy.response_length,
+            hidden_dim,
+            generator=generator,
+        )
         with torch.no_grad():
             model.embedding.copy_(policy.embedding)
             model.prompt_weights.copy_(policy.encode_weights)
@@ -171,15 +192,22 @@ class RewardModel(nn.Module):
     def forward(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:
         """prompts[batch, P], responses[batch, R] -> rewards[batch]; responses[batch, trial, R] -> [batch, trial]."""
         if prompts.dim() != 2 or prompts.shape[1] != self.prompt_length:
-            raise ValueError(f"prompts must have shape [batch, pos] = [batch, {self.prompt_length}]; "
-                             f"got {list(prompts.shape)}")
-        if responses.dim() not in (2, 3) or responses.shape[0] != prompts.shape[0] \
-                or responses.shape[-1] != self.response_length:
-            raise ValueError(f"responses must have shape [batch, pos] or [batch, trial, pos] with batch = "
-                             f"{prompts.shape[0]} and pos = {self.response_length}; got {list(responses.shape)}")
+            raise ValueError(
+                f"prompts must have shape [batch, pos] = [batch, {self.prompt_length}]; got {list(prompts.shape)}"
+            )
+        if (
+            responses.dim() not in (2, 3)
+            or responses.shape[0] != prompts.shape[0]
+            or responses.shape[-1] != self.response_length
+        ):
+            raise ValueError(
+                f"responses must have shape [batch, pos] or [batch, trial, pos] with batch = "
+                f"{prompts.shape[0]} and pos = {self.response_length}; got {list(responses.shape)}"
+            )
         if prompts.dtype != torch.long or responses.dtype != torch.long:
-            raise TypeError(f"prompts and responses must be LongTensors of token ids; got {prompts.dtype} and "
-                            f"{responses.dtype}")
+            raise TypeError(
+                f"prompts and responses must be LongTensors of token ids; got {prompts.dtype} and {responses.dtype}"
+            )
         h_prompt = encode(self.embedding, self.prompt_weights, prompts)  # [batch, dim]
         h_response = encode(self.embedding, self.response_weights, responses)  # [batch, (trial,) dim]
         if responses.dim() == 3:

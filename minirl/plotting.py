@@ -33,8 +33,12 @@ METRIC_LABELS = {
     "exact_return": "exact expected return from the start",
     "value_loss": "value loss",
 }
-X_LABELS = {"step": "training step", "wall_time": "wall time (s)", "episodes": "episodes sampled",
-            "samples": "responses sampled"}
+X_LABELS = {
+    "step": "training step",
+    "wall_time": "wall time (s)",
+    "episodes": "episodes sampled",
+    "samples": "responses sampled",
+}
 
 
 def smooth_centered(values: np.ndarray, window: int) -> np.ndarray:
@@ -152,8 +156,12 @@ def _wrap(text: str, width: int) -> str:
     return "\n".join(textwrap.wrap(text, width)) or text
 
 
-def plot_lm_curves(runs: Mapping[str, Sequence[History]], metrics: Sequence[str] = LM_PANELS, smooth: int | None = None,
-                   title: str | None = None):
+def plot_lm_curves(
+    runs: Mapping[str, Sequence[History]],
+    metrics: Sequence[str] = LM_PANELS,
+    smooth: int | None = None,
+    title: str | None = None,
+):
     """The curves a language-model run needs, one panel each (default: reward, greedy accuracy on the evaluation
     prompts, format rate, response length, KL to π_ref, entropy), mean over seeds with a band. Metrics a run did not
     record are left out, never drawn as zeros. Each panel's title names its metric and its y-axis gives the unit;
@@ -172,11 +180,12 @@ def plot_lm_curves(runs: Mapping[str, Sequence[History]], metrics: Sequence[str]
     fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False, layout="constrained")
     for ax, metric in zip(axes.flat, shown):
         is_eval = metric not in first.metrics
-        plot_reward_curves(runs, metric, ax=ax, smooth=1 if is_eval else smooth,
-                           title=_wrap(METRIC_LABELS.get(metric, metric), 48))
+        plot_reward_curves(
+            runs, metric, ax=ax, smooth=1 if is_eval else smooth, title=_wrap(METRIC_LABELS.get(metric, metric), 48)
+        )
         ax.set_ylabel(_LM_UNITS.get(metric, _wrap(METRIC_LABELS.get(metric, metric), 28)))
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # steps are whole numbers, even in a 4-step run
-    for ax in list(axes.flat)[len(shown):]:
+    for ax in list(axes.flat)[len(shown) :]:
         ax.set_visible(False)
     if title:
         fig.suptitle(title)

@@ -69,8 +69,10 @@ def response_log_probs(
     """
     grouped = responses.dim() == 3
     if responses.dim() not in (2, 3) or responses.shape[0] != prompts.shape[0]:
-        raise ValueError(f"responses must have shape [batch, pos] or [batch, trial, pos] with batch = "
-                         f"{prompts.shape[0]}; got {list(responses.shape)}")
+        raise ValueError(
+            f"responses must have shape [batch, pos] or [batch, trial, pos] with batch = "
+            f"{prompts.shape[0]}; got {list(responses.shape)}"
+        )
     group = responses if grouped else responses.unsqueeze(1)
     token_log_probs = compute_log_probs(prompts, group, model)  # [batch, trial, pos]
     if mask is not None:
@@ -110,19 +112,24 @@ class PreferencePairs:
             raise ValueError(f"prompts must have shape [n, pos]; got {list(self.prompts.shape)}")
         n = self.prompts.shape[0]
         if self.chosen.dim() != 2 or self.chosen.shape[0] != n or self.rejected.shape != self.chosen.shape:
-            raise ValueError(f"chosen and rejected must both have shape [n, pos] with n = {n}; got "
-                             f"{list(self.chosen.shape)} and {list(self.rejected.shape)}")
+            raise ValueError(
+                f"chosen and rejected must both have shape [n, pos] with n = {n}; got "
+                f"{list(self.chosen.shape)} and {list(self.rejected.shape)}"
+            )
         if self.true_margin.shape != (n,) or self.flipped.shape != (n,):
-            raise ValueError(f"true_margin and flipped must have shape [n] = [{n}]; got "
-                             f"{list(self.true_margin.shape)} and {list(self.flipped.shape)}")
+            raise ValueError(
+                f"true_margin and flipped must have shape [n] = [{n}]; got "
+                f"{list(self.true_margin.shape)} and {list(self.flipped.shape)}"
+            )
 
     def __len__(self) -> int:
         return self.prompts.shape[0]
 
     def __getitem__(self, index: slice | torch.Tensor) -> PreferencePairs:
         """The pairs at ``index`` (a slice, an index tensor or a boolean mask) as new PreferencePairs."""
-        return PreferencePairs(self.prompts[index], self.chosen[index], self.rejected[index],
-                               self.true_margin[index], self.flipped[index])
+        return PreferencePairs(
+            self.prompts[index], self.chosen[index], self.rejected[index], self.true_margin[index], self.flipped[index]
+        )
 
     @property
     def noise_rate(self) -> float:
@@ -132,12 +139,17 @@ class PreferencePairs:
     def unflipped(self) -> PreferencePairs:
         """The same pairs with every label as the hidden scorer gives it (flips undone)."""
         f = self.flipped.unsqueeze(1)
-        return PreferencePairs(self.prompts, torch.where(f, self.rejected, self.chosen),
-                               torch.where(f, self.chosen, self.rejected), self.true_margin.abs(),
-                               torch.zeros_like(self.flipped))
+        return PreferencePairs(
+            self.prompts,
+            torch.where(f, self.rejected, self.chosen),
+            torch.where(f, self.chosen, self.rejected),
+            self.true_margin.abs(),
+            torch.zeros_like(self.flipped),
+        )
 
-    def split(self, val_fraction: float = 0.2, generator: torch.Generator | None = None
-              ) -> tuple[PreferencePairs, PreferencePairs]:
+    def split(
+        self, val_fraction: float = 0.2, generator: torch.Generator | None = None
+    ) -> tuple[PreferencePairs, PreferencePairs]:
         """A random (train, held-out) split; the held-out part has round(val_fraction · n) pairs."""
         if not 0.0 <= val_fraction < 1.0:
             raise ValueError(f"val_fraction must be in [0, 1); got {val_fraction!r}")
@@ -196,16 +208,19 @@ def make_preference_pairs(
             responses = _perturbed_sorted(task, prompts, generator)
         scores = scorer(prompts, responses).float()  # [batch, 2]
         if scores.shape != (prompts.shape[0], 2):
-            raise ValueError(f"scorer must return shape [batch, trial] = [{prompts.shape[0]}, 2]; "
-                             f"got {list(scores.shape)}")
+            raise ValueError(
+                f"scorer must return shape [batch, trial] = [{prompts.shape[0]}, 2]; got {list(scores.shape)}"
+            )
         keep = (scores[:, 0] != scores[:, 1]).nonzero().squeeze(1)[:want]
         found.append((prompts[keep], responses[keep], scores[keep]))
         n_found += len(keep)
         if n_found == n_pairs:
             break
     else:
-        raise ValueError(f"found only {n_found} of n_pairs = {n_pairs} pairs with different scores in {max_rounds} "
-                         "rounds; the responses nearly always tie (is the policy too peaked?)")
+        raise ValueError(
+            f"found only {n_found} of n_pairs = {n_pairs} pairs with different scores in {max_rounds} "
+            "rounds; the responses nearly always tie (is the policy too peaked?)"
+        )
     prompts = torch.cat([p for p, _, _ in found])
     responses = torch.cat([r for _, r, _ in found])  # [n, 2, pos]
     scores = torch.cat([s for _, _, s in found])  # [n, 2]
@@ -279,8 +294,14 @@ def train_reward_model(
     if model is None:
         tokens = [pairs.prompts, pairs.chosen, pairs.rejected, val_pairs.prompts, val_pairs.chosen, val_pairs.rejected]
         vocab = vocab_size if vocab_size is not None else 1 + max(int(t.max()) for t in tokens if t.numel())
-        model = RewardModel(vocab, embedding_dim, pairs.prompts.shape[1], pairs.chosen.shape[1], hidden_dim,
-                            generator=torch.Generator().manual_seed(seed))
+        model = RewardModel(
+            vocab,
+            embedding_dim,
+            pairs.prompts.shape[1],
+            pairs.chosen.shape[1],
+            hidden_dim,
+            generator=torch.Generator().manual_seed(seed),
+        )
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     history = History(label="reward model", seed=seed)
     val_true = val_pairs.unflipped()
@@ -289,9 +310,13 @@ def train_reward_model(
 
     def run_eval(epoch: int) -> None:
         model.eval()
-        history.log_eval(step=step, epoch=epoch, train_accuracy=pairwise_accuracy(model, pairs),
-                         val_accuracy=pairwise_accuracy(model, val_pairs),
-                         val_true_accuracy=pairwise_accuracy(model, val_true))
+        history.log_eval(
+            step=step,
+            epoch=epoch,
+            train_accuracy=pairwise_accuracy(model, pairs),
+            val_accuracy=pairwise_accuracy(model, val_pairs),
+            val_true_accuracy=pairwise_accuracy(model, val_true),
+        )
 
     with one_thread():
         if eval_every:
@@ -300,18 +325,21 @@ def train_reward_model(
             model.train()
             order = torch.randperm(len(pairs), generator=generator)
             for b in range(steps_per_epoch):
-                batch = pairs[order[b * batch_size:(b + 1) * batch_size]]
+                batch = pairs[order[b * batch_size : (b + 1) * batch_size]]
                 r_chosen, r_rejected = model(batch.prompts, batch.chosen), model(batch.prompts, batch.rejected)
                 loss = loss_fn(r_chosen, r_rejected)
                 if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-                    raise ValueError("loss_fn(r_chosen, r_rejected) must return a scalar (0-dim) tensor; got "
-                                     f"{list(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__}")
+                    raise ValueError(
+                        "loss_fn(r_chosen, r_rejected) must return a scalar (0-dim) tensor; got "
+                        f"{list(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__}"
+                    )
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()
                 step += 1
-                history.log(step=step, epoch=epoch, loss=loss.item(),
-                            accuracy=float((r_chosen > r_rejected).float().mean()))
+                history.log(
+                    step=step, epoch=epoch, loss=loss.item(), accuracy=float((r_chosen > r_rejected).float().mean())
+                )
             if (eval_every and epoch % eval_every == 0) or epoch == epochs:
                 run_eval(epoch)
     model.eval()

@@ -56,8 +56,9 @@ class Rollout:
         if self.tokens.dim() != 3:
             raise ValueError(f"Rollout.tokens must have shape [batch, trial, pos]; got {list(self.tokens.shape)}")
         if self.mask is not None and self.mask.shape != self.tokens.shape:
-            raise ValueError(f"Rollout.mask must have the shape of tokens {list(self.tokens.shape)}; "
-                             f"got {list(self.mask.shape)}")
+            raise ValueError(
+                f"Rollout.mask must have the shape of tokens {list(self.tokens.shape)}; got {list(self.mask.shape)}"
+            )
 
     @property
     def batch_size(self) -> int:
@@ -75,8 +76,12 @@ class Rollout:
 
     def rows(self, rows: slice) -> Rollout:
         """The responses of prompts ``rows`` (a micro-batch)."""
-        return Rollout(self.tokens[rows], None if self.mask is None else self.mask[rows],
-                       select_prompts(self.answers, rows), self.max_length)
+        return Rollout(
+            self.tokens[rows],
+            None if self.mask is None else self.mask[rows],
+            select_prompts(self.answers, rows),
+            self.max_length,
+        )
 
 
 @dataclass
@@ -102,8 +107,9 @@ class Policy(Protocol):
     π_ref and refreshes that copy with ``load_state_dict``).
     """
 
-    def sample(self, prompts: Any, group_size: int, *, temperature: float,
-               generator: torch.Generator | None) -> Rollout:
+    def sample(
+        self, prompts: Any, group_size: int, *, temperature: float, generator: torch.Generator | None
+    ) -> Rollout:
         """Draw ``group_size`` responses per prompt from π(· | x) at ``temperature`` (no gradient)."""
         ...
 

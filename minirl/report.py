@@ -32,6 +32,7 @@ END = "<!-- /results -->"
 
 # ---- formatting ------------------------------------------------------------------------------------------------
 
+
 def pct(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None else f"{100 * x:.{digits}f}%"
 
@@ -51,8 +52,10 @@ def _load(name: str) -> dict[str, Any] | None:
 def provenance(data: Mapping[str, Any]) -> str:
     line = f"*Measured: {summary_line(data)}; figures in `results/{data['name']}.json`.*"
     if data.get("stale"):
-        line = f"*Measured before this version of the code: {data['stale']}. {summary_line(data)}; " \
-               f"figures in `results/{data['name']}.json`.*"
+        line = (
+            f"*Measured before this version of the code: {data['stale']}. {summary_line(data)}; "
+            f"figures in `results/{data['name']}.json`.*"
+        )
     return line
 
 
@@ -74,43 +77,71 @@ def _seconds(x: float | None) -> str:
 
 # ---- the blocks ------------------------------------------------------------------------------------------------
 
+
 def bench() -> str:
     data = _load("bench")
     if data is None:
         return missing("bench", "minirl bench --save")
     f = data["figures"]
     small = f["small"]
-    out = [f"**1. Sorting 3 numbers from 5 values, GRPO** (target: ≥ 99% greedy exact within 15 s of training; "
-           f"{small['budget_s']:.0f} s per seed):", "",
-           table(["seed", "steps in the budget", "time to first reach 99%", "final greedy exact"],
-                 [[seed, r["steps"], _seconds(r["seconds_to_99"]), pct(r["final"])]
-                  for seed, r in small["seeds"].items()])]
+    out = [
+        f"**1. Sorting 3 numbers from 5 values, GRPO** (target: ≥ 99% greedy exact within 15 s of training; "
+        f"{small['budget_s']:.0f} s per seed):",
+        "",
+        table(
+            ["seed", "steps in the budget", "time to first reach 99%", "final greedy exact"],
+            [[seed, r["steps"], _seconds(r["seconds_to_99"]), pct(r["final"])] for seed, r in small["seeds"].items()],
+        ),
+    ]
     large = f["large"]
     ceiling = large["ceiling"]
     rows = [["supervised ceiling", pct(ceiling), " / ".join(pct(c) for c in large["ceilings"]), "100%"]]
     for algo, r in sorted(large["methods"].items(), key=lambda kv: -kv[1]["mean"]):
-        rows.append([f"`{algo}`", pct(r["mean"]), " / ".join(pct(v) for v in r["per_seed"]),
-                     pct(r["mean"] / ceiling, 0) if ceiling else "n/a"])
-    out += ["", f"**2. Sorting 5 numbers from 10 values** ({large['budget_s']:.0f} s per run, seeds "
-                f"{', '.join(str(s) for s in data['seeds'])}; the supervised ceiling trains the same model on the "
-                f"sorted answer with as many updates as the best preset; target: the best preset ≥ 90% of the "
-                f"ceiling):", "", table(["method", "greedy exact, mean", "per seed", "of the ceiling"], rows)]
+        rows.append(
+            [
+                f"`{algo}`",
+                pct(r["mean"]),
+                " / ".join(pct(v) for v in r["per_seed"]),
+                pct(r["mean"] / ceiling, 0) if ceiling else "n/a",
+            ]
+        )
+    out += [
+        "",
+        f"**2. Sorting 5 numbers from 10 values** ({large['budget_s']:.0f} s per run, seeds "
+        f"{', '.join(str(s) for s in data['seeds'])}; the supervised ceiling trains the same model on the "
+        f"sorted answer with as many updates as the best preset; target: the best preset ≥ 90% of the "
+        f"ceiling):",
+        "",
+        table(["method", "greedy exact, mean", "per seed", "of the ceiling"], rows),
+    ]
     maze_rows = []
     for method, seeds in f["maze"].items():
         solved = [r["episodes_to_solve"] for r in seeds.values()]
         known = [s for s in solved if s is not None]
-        maze_rows.append([f"`{method}`", " / ".join("never" if s is None else str(s) for s in solved),
-                          f"{sum(known) / len(known):.0f}" if known else "n/a",
-                          " / ".join(pct(r["greedy_success"], 0) for r in seeds.values()),
-                          " / ".join(f"{r['exact_return']:.2f}" for r in seeds.values())])
+        maze_rows.append(
+            [
+                f"`{method}`",
+                " / ".join("never" if s is None else str(s) for s in solved),
+                f"{sum(known) / len(known):.0f}" if known else "n/a",
+                " / ".join(pct(r["greedy_success"], 0) for r in seeds.values()),
+                " / ".join(f"{r['exact_return']:.2f}" for r in seeds.values()),
+            ]
+        )
     every = next(iter(next(iter(f["maze"].values())).values()))["eval_every_episodes"]
-    out += ["", f"**3. Maze** (target: `reinforce_baseline` and `ppo` reach the goal greedily in ≥ 99% of "
-                f"episodes). Episodes until the exact expected return of the greedy policy is ≥ 9.9 of 10, per seed "
-                f"(evaluated every {every} episodes, so the counts are multiples of {every}):", "",
-            table(["method", "episodes, per seed", "mean", "greedy success", "exact return"], maze_rows)]
+    out += [
+        "",
+        f"**3. Maze** (target: `reinforce_baseline` and `ppo` reach the goal greedily in ≥ 99% of "
+        f"episodes). Episodes until the exact expected return of the greedy policy is ≥ 9.9 of 10, per seed "
+        f"(evaluated every {every} episodes, so the counts are multiples of {every}):",
+        "",
+        table(["method", "episodes, per seed", "mean", "greedy success", "exact return"], maze_rows),
+    ]
     if "ladder" in f:
-        out += ["", f"**4. `minirl ladder`, 6 rungs × {len(data['seeds'])} seeds** (target: < 3 minutes): "
-                    f"{f['ladder']['seconds']:.0f} s, one process per core."]
+        out += [
+            "",
+            f"**4. `minirl ladder`, 6 rungs × {len(data['seeds'])} seeds** (target: < 3 minutes): "
+            f"{f['ladder']['seconds']:.0f} s, one process per core.",
+        ]
     verdicts = ", ".join(f"{name}: {'met' if ok else '**not met**'}" for name, ok in f["targets"].items())
     return "\n".join(out + ["", f"Targets: {verdicts}.", "", provenance(data)])
 
@@ -124,16 +155,39 @@ def ladder() -> str:
     rows = []
     for name, r in f["rungs"].items():
         verdict = r["verdict"] or ""
-        rows.append([name, f"`{r['knob'].split(': ', 1)[-1]}`", f"{pct(r['final_mean'])} ± {100 * r['final_std']:.1f}",
-                     pct(r["early_mean"]), pct(r["all_equal_end"], 0), verdict])
+        rows.append(
+            [
+                name,
+                f"`{r['knob'].split(': ', 1)[-1]}`",
+                f"{pct(r['final_mean'])} ± {100 * r['final_std']:.1f}",
+                pct(r["early_mean"]),
+                pct(r["all_equal_end"], 0),
+                verdict,
+            ]
+        )
     samples = next(iter(f["rungs"].values()))["samples"]
-    head = (f"{len(f['rungs'])} rungs × {len(data['seeds'])} seeds on sorting 3 numbers from 0..4, {s['steps']} "
-            f"steps of {s['prompts_per_step']} prompts × {s['group_size']} responses ({samples:,} responses per run), "
-            f"{f['workers']} processes: {f['seconds']:.0f} s. Greedy accuracy on {s['eval_prompts']} evaluation "
-            f"prompts, mean ± std over seeds (the task has only 125 distinct prompts, so these measure the policy, not "
-            f"generalisation):")
-    out = [head, "", table(["rung", "the knob it adds", "final", "after a tenth of the samples",
-                            "all-equal groups at the end", "verdict printed"], rows)]
+    head = (
+        f"{len(f['rungs'])} rungs × {len(data['seeds'])} seeds on sorting 3 numbers from 0..4, {s['steps']} "
+        f"steps of {s['prompts_per_step']} prompts × {s['group_size']} responses ({samples:,} responses per run), "
+        f"{f['workers']} processes: {f['seconds']:.0f} s. Greedy accuracy on {s['eval_prompts']} evaluation "
+        f"prompts, mean ± std over seeds (the task has only 125 distinct prompts, so these measure the policy, not "
+        f"generalisation):"
+    )
+    out = [
+        head,
+        "",
+        table(
+            [
+                "rung",
+                "the knob it adds",
+                "final",
+                "after a tenth of the samples",
+                "all-equal groups at the end",
+                "verdict printed",
+            ],
+            rows,
+        ),
+    ]
     if f.get("remarks"):
         out += ["", " ".join(f["remarks"])]
     return "\n".join(out + ["", provenance(data)])
@@ -157,30 +211,60 @@ def lm_smollm2_cpu() -> str:
     for r in runs:
         curve = {int(e["step"]): e["greedy_exact"] for e in r["evals"]}
         first, last = r["evals"][0], r["evals"][-1]
-        rows.append([r["seed"], *(pct(curve.get(k)) for k in steps),
-                     f"{pct(first['unseen_greedy_exact'])} → {pct(last['unseen_greedy_exact'])}",
-                     pct(r["four_numbers"]["greedy_exact"]), f"{r['train_seconds'] / 60:.1f} min",
-                     f"{r['s_per_step']:.1f} s ({r['gen_s_per_step']:.1f} + {r['update_s_per_step']:.1f})",
-                     f"{r['peak_memory_gb']:.1f} GB"])
-    curve = [pm(summary["after"]) if i == len(steps) - 1 else pm(summary["before"]) if i == 0 else ""
-             for i in range(len(steps))]
-    rows.append(["mean ± std", *curve,
-                 f"{pm(summary['unseen_before'])} → {pm(summary['unseen_after'])}", pm(summary["four_numbers_after"]),
-                 f"{summary['train_minutes']['mean']:.1f} min", f"{summary['s_per_step']['mean']:.1f} s", ""])
-    header = ["seed", *(f"step {k}" for k in steps), "unseen answers", "4 numbers, after",
-              "training time", "s/step with evaluations (generation + update)", "peak memory"]
+        rows.append(
+            [
+                r["seed"],
+                *(pct(curve.get(k)) for k in steps),
+                f"{pct(first['unseen_greedy_exact'])} → {pct(last['unseen_greedy_exact'])}",
+                pct(r["four_numbers"]["greedy_exact"]),
+                f"{r['train_seconds'] / 60:.1f} min",
+                f"{r['s_per_step']:.1f} s ({r['gen_s_per_step']:.1f} + {r['update_s_per_step']:.1f})",
+                f"{r['peak_memory_gb']:.1f} GB",
+            ]
+        )
+    curve = [
+        pm(summary["after"]) if i == len(steps) - 1 else pm(summary["before"]) if i == 0 else ""
+        for i in range(len(steps))
+    ]
+    rows.append(
+        [
+            "mean ± std",
+            *curve,
+            f"{pm(summary['unseen_before'])} → {pm(summary['unseen_after'])}",
+            pm(summary["four_numbers_after"]),
+            f"{summary['train_minutes']['mean']:.1f} min",
+            f"{summary['s_per_step']['mean']:.1f} s",
+            "",
+        ]
+    )
+    header = [
+        "seed",
+        *(f"step {k}" for k in steps),
+        "unseen answers",
+        "4 numbers, after",
+        "training time",
+        "s/step with evaluations (generation + update)",
+        "peak memory",
+    ]
     met = summary["after"]["mean"] >= 0.9 and all(r["train_seconds"] <= 1200 for r in runs)
-    out = [f"The CPU recipe (`RUN_DEFAULTS[\"pretrained\"]`: {settings['prompts_per_step']} prompts × "
-           f"{settings['group_size']} responses a step, the top {settings['trainable_layers']} of 30 blocks training, "
-           f"no KL term, learning rate {settings['learning_rate']:g} with a cosine decay over {runs[0]['steps']} "
-           f"steps), over {len(runs)} seeds. Held-out greedy accuracy on {settings['eval_prompts']} held-out problems "
-           f"at each evaluation; \"unseen answers\": the {_n_unseen('pretrained')} problems whose sorted answer never "
-           f"occurs in training; "
-           f"\"4 numbers\": the trained model sorting 4 numbers, which it never trained on (the base model: "
-           f"{pct(summary['four_numbers_before']['greedy_exact'])}):", "", table(header, rows), "",
-           f"Answers in the asked form: {pm(summary['format_before'])} before, {pm(summary['format_after'])} after. "
-           f"**Target** (≥ 90% held-out greedy accuracy, mean over seeds, within 20 minutes of training on 2 CPU "
-           f"cores): **{'met' if met else 'not met'}**.", "", provenance(data)]
+    out = [
+        f'The CPU recipe (`RUN_DEFAULTS["pretrained"]`: {settings["prompts_per_step"]} prompts × '
+        f"{settings['group_size']} responses a step, the top {settings['trainable_layers']} of 30 blocks training, "
+        f"no KL term, learning rate {settings['learning_rate']:g} with a cosine decay over {runs[0]['steps']} "
+        f"steps), over {len(runs)} seeds. Held-out greedy accuracy on {settings['eval_prompts']} held-out problems "
+        f'at each evaluation; "unseen answers": the {_n_unseen("pretrained")} problems whose sorted answer never '
+        f"occurs in training; "
+        f'"4 numbers": the trained model sorting 4 numbers, which it never trained on (the base model: '
+        f"{pct(summary['four_numbers_before']['greedy_exact'])}):",
+        "",
+        table(header, rows),
+        "",
+        f"Answers in the asked form: {pm(summary['format_before'])} before, {pm(summary['format_after'])} after. "
+        f"**Target** (≥ 90% held-out greedy accuracy, mean over seeds, within 20 minutes of training on 2 CPU "
+        f"cores): **{'met' if met else 'not met'}**.",
+        "",
+        provenance(data),
+    ]
     return "\n".join(out)
 
 
@@ -196,15 +280,32 @@ def lm_step_cost() -> str:
     if data is None or "step_cost" not in data["figures"]:
         return missing("bench_lm", "minirl bench --lm --seeds 3 --save")
     c = data["figures"]["step_cost"]
-    names = {"recipe": "the CPU recipe: top 10 blocks, no KL, 10-token budget",
-             "every_weight_kl_16_tokens": "every weight trains, KL 0.02 to the initial model, 16-token budget"}
-    rows = [[names.get(k, k), f"{v['s_per_step']:.1f} s", f"{v['gen_s_per_step']:.1f} s",
-             f"{v['update_s_per_step']:.1f} s"] for k, v in c.items()]
+    names = {
+        "recipe": "the CPU recipe: top 10 blocks, no KL, 10-token budget",
+        "every_weight_kl_16_tokens": "every weight trains, KL 0.02 to the initial model, 16-token budget",
+    }
+    rows = [
+        [names.get(k, k), f"{v['s_per_step']:.1f} s", f"{v['gen_s_per_step']:.1f} s", f"{v['update_s_per_step']:.1f} s"]
+        for k, v in c.items()
+    ]
     ratio = c["every_weight_kl_16_tokens"]["s_per_step"] / c["recipe"]["s_per_step"]
-    return "\n".join([table(["SmolLM2, 8 prompts × 8 responses a step", "seconds per step", "sampling",
-                             "update (forward, backward, reference)"], rows), "",
-                      f"The recipe's step is {ratio:.1f} times cheaper (steps 2–4 of 4 timed; same machine and load "
-                      f"as above).", "", provenance(data)])
+    return "\n".join(
+        [
+            table(
+                [
+                    "SmolLM2, 8 prompts × 8 responses a step",
+                    "seconds per step",
+                    "sampling",
+                    "update (forward, backward, reference)",
+                ],
+                rows,
+            ),
+            "",
+            f"The recipe's step is {ratio:.1f} times cheaper (steps 2–4 of 4 timed; same machine and load as above).",
+            "",
+            provenance(data),
+        ]
+    )
 
 
 def lm_tiny() -> str:
@@ -213,26 +314,57 @@ def lm_tiny() -> str:
         return missing("bench_lm", "minirl bench --lm --seeds 3 --save")
     summary, runs = _lm(data, "tiny")
     s = data["figures"]["tiny"]["settings"]
-    rows = [[r["seed"], f"{pct(r['evals'][0]['greedy_exact'])} → {pct(r['evals'][-1]['greedy_exact'])}",
-             f"{pct(r['evals'][0]['unseen_greedy_exact'])} → {pct(r['evals'][-1]['unseen_greedy_exact'])}",
-             f"{r['sft_seconds'] / 60:.1f} min", f"{r['train_seconds'] / 60:.1f} min",
-             f"{r['s_per_step']:.2f} s ({r['gen_s_per_step']:.2f} + {r['update_s_per_step']:.2f})",
-             f"{r['tokens_per_s']:.0f}"] for r in runs]
-    rows.append(["mean ± std", f"{pm(summary['before'])} → {pm(summary['after'])}",
-                 f"{pm(summary['unseen_before'])} → {pm(summary['unseen_after'])}", "", "", "", ""])
+    rows = [
+        [
+            r["seed"],
+            f"{pct(r['evals'][0]['greedy_exact'])} → {pct(r['evals'][-1]['greedy_exact'])}",
+            f"{pct(r['evals'][0]['unseen_greedy_exact'])} → {pct(r['evals'][-1]['unseen_greedy_exact'])}",
+            f"{r['sft_seconds'] / 60:.1f} min",
+            f"{r['train_seconds'] / 60:.1f} min",
+            f"{r['s_per_step']:.2f} s ({r['gen_s_per_step']:.2f} + {r['update_s_per_step']:.2f})",
+            f"{r['tokens_per_s']:.0f}",
+        ]
+        for r in runs
+    ]
+    rows.append(
+        [
+            "mean ± std",
+            f"{pm(summary['before'])} → {pm(summary['after'])}",
+            f"{pm(summary['unseen_before'])} → {pm(summary['unseen_after'])}",
+            "",
+            "",
+            "",
+            "",
+        ]
+    )
     met = summary["after"]["mean"] >= 0.95
-    return "\n".join([
-        f"The tiny model (under a million parameters, built here) with its recipe (`RUN_DEFAULTS[\"tiny\"]`): "
-        f"{s['sft_steps']} supervised steps, then {runs[0]['steps']} GRPO steps of {s['prompts_per_step']} prompts × "
-        f"{s['group_size']} responses (learning rate {s['learning_rate']:g}, KL {s['kl_coef']:g}), one process and one "
-        f"torch thread per seed, as many seeds at once as there are cores (a seed that ran alone shows shorter "
-        f"times). Greedy accuracy after the warm start → after GRPO, on the 200 held-out problems and the "
-        f"{_n_unseen('tiny')} problems with unseen answers:", "",
-        table(["seed", "held-out problems", "unseen answers", "warm start", "GRPO",
-               "s/step with evaluations (generation + update)",
-               "response tokens/s"], rows), "",
-        f"**Target** (≥ 95% held-out greedy accuracy, mean over seeds): **{'met' if met else 'not met'}**.", "",
-        provenance(data)])
+    return "\n".join(
+        [
+            f'The tiny model (under a million parameters, built here) with its recipe (`RUN_DEFAULTS["tiny"]`): '
+            f"{s['sft_steps']} supervised steps, then {runs[0]['steps']} GRPO steps of {s['prompts_per_step']} "
+            f"prompts × {s['group_size']} responses (learning rate {s['learning_rate']:g}, KL {s['kl_coef']:g}), one "
+            f"process and one torch thread per seed, as many seeds at once as there are cores (a seed that ran alone "
+            f"shows shorter times). Greedy accuracy after the warm start → after GRPO, on the 200 held-out problems "
+            f"and the {_n_unseen('tiny')} problems with unseen answers:",
+            "",
+            table(
+                [
+                    "seed",
+                    "held-out problems",
+                    "unseen answers",
+                    "warm start",
+                    "GRPO",
+                    "s/step with evaluations (generation + update)",
+                    "response tokens/s",
+                ],
+                rows,
+            ),
+            "",
+            f"**Target** (≥ 95% held-out greedy accuracy, mean over seeds): **{'met' if met else 'not met'}**.",
+            "",
+            provenance(data),
+        ]
+    )
 
 
 def lm_smollm2_gpu() -> str:
@@ -241,23 +373,40 @@ def lm_smollm2_gpu() -> str:
         return missing("smollm2_gpu_h100_before_fixes", "minirl bench --lm --save (on a GPU)")
     r = data["figures"]["recipe"]
     sixty = data["figures"]["recipe_60_steps"]
-    out = [f"The GPU recipe (`RUN_DEFAULTS[\"pretrained-cuda\"]`: {r['samples_per_step']} a step, every weight "
-           f"training, KL {r['kl_coef']:g}, learning rate {r['learning_rate']:g}, {r['steps']} steps; float32 weights, "
-           f"bfloat16 autocast), seed 0, {r['held_out_prompts']} held-out problems:", "",
-           table(["", "before", f"after {r['steps']} steps"],
-                 [["held-out greedy accuracy, 3 numbers", pct(r["before"]), f"**{pct(r['after'])}**"],
-                  ["answer in the asked form", pct(r["format_before"], 0), pct(r["format_after"], 0)],
-                  ["held-out greedy accuracy, 4 numbers (never trained on)", pct(r["four_numbers_before"], 0),
-                   pct(r["four_numbers_after"], 0)]]), "",
-           f"{r['steps']} steps took {r['train_seconds']} s of training ({r['gen_s_per_step']} s generation + "
-           f"{r['update_s_per_step']} s update per step), {r['peak_gpu_memory_gb']} GB of GPU memory at the peak. A "
-           f"{sixty['steps']}-step run reached {pct(sixty['greedy_at_step_30'], 0)} at step 30 and "
-           f"{pct(sixty['greedy_from_step_50'], 0)} from step 50 ({pct(sixty['four_numbers_after'], 0)} on 4 numbers). "
-           f"A learning-rate sweep at the CPU's batch size (8 prompts × 8 responses, every weight training):", ""]
+    out = [
+        f'The GPU recipe (`RUN_DEFAULTS["pretrained-cuda"]`: {r["samples_per_step"]} a step, every weight '
+        f"training, KL {r['kl_coef']:g}, learning rate {r['learning_rate']:g}, {r['steps']} steps; float32 weights, "
+        f"bfloat16 autocast), seed 0, {r['held_out_prompts']} held-out problems:",
+        "",
+        table(
+            ["", "before", f"after {r['steps']} steps"],
+            [
+                ["held-out greedy accuracy, 3 numbers", pct(r["before"]), f"**{pct(r['after'])}**"],
+                ["answer in the asked form", pct(r["format_before"], 0), pct(r["format_after"], 0)],
+                [
+                    "held-out greedy accuracy, 4 numbers (never trained on)",
+                    pct(r["four_numbers_before"], 0),
+                    pct(r["four_numbers_after"], 0),
+                ],
+            ],
+        ),
+        "",
+        f"{r['steps']} steps took {r['train_seconds']} s of training ({r['gen_s_per_step']} s generation + "
+        f"{r['update_s_per_step']} s update per step), {r['peak_gpu_memory_gb']} GB of GPU memory at the peak. A "
+        f"{sixty['steps']}-step run reached {pct(sixty['greedy_at_step_30'], 0)} at step 30 and "
+        f"{pct(sixty['greedy_from_step_50'], 0)} from step 50 ({pct(sixty['four_numbers_after'], 0)} on 4 numbers). "
+        f"A learning-rate sweep at the CPU's batch size (8 prompts × 8 responses, every weight training):",
+        "",
+    ]
     sweep = data["figures"]["lr_sweep_8x8"]
-    out += [table(["learning rate", "steps", "seed", "held-out greedy accuracy at the end"],
-                  [[f"{x['learning_rate']:g}", x["steps"], x["seed"], pct(x["after"], 0)] for x in sweep]), "",
-            provenance(data)]
+    out += [
+        table(
+            ["learning rate", "steps", "seed", "held-out greedy accuracy at the end"],
+            [[f"{x['learning_rate']:g}", x["steps"], x["seed"], pct(x["after"], 0)] for x in sweep],
+        ),
+        "",
+        provenance(data),
+    ]
     return "\n".join(out)
 
 
@@ -268,10 +417,14 @@ def trl() -> str:
     f = data["figures"]
     tiny, smol = f["tiny"], f.get("smollm2")
     rows = []
-    labels = [("seconds per step", "s_per_step", "{:.2f}"), ("response tokens per second", "tokens_per_s", "{:.0f}"),
-              ("peak memory (GB RSS)", "peak_gb", "{:.2f}"), ("reward, mean of the last 5 steps", "reward", "{:.3f}"),
-              ("held-out greedy accuracy (problems)", "accuracy", "{:.1%}"),
-              ("held-out greedy accuracy (unseen answers)", "unseen_accuracy", "{:.1%}")]
+    labels = [
+        ("seconds per step", "s_per_step", "{:.2f}"),
+        ("response tokens per second", "tokens_per_s", "{:.0f}"),
+        ("peak memory (GB RSS)", "peak_gb", "{:.2f}"),
+        ("reward, mean of the last 5 steps", "reward", "{:.3f}"),
+        ("held-out greedy accuracy (problems)", "accuracy", "{:.1%}"),
+        ("held-out greedy accuracy (unseen answers)", "unseen_accuracy", "{:.1%}"),
+    ]
     for label, key, fmt in labels:
         t = tiny["mean"][key]
 
@@ -281,31 +434,54 @@ def trl() -> str:
         row = [label, cell(t["minirl"]), cell(t["trl"]), "n/a" if t["ratio"] is None else f"{t['ratio']:.2f}"]
         if smol is not None:
             sm = smol["mean"][key]
-            row += [fmt.format(sm["minirl"]["mean"]), fmt.format(sm["trl"]["mean"]),
-                    "n/a" if sm["ratio"] is None else f"{sm['ratio']:.2f}"]
+            row += [
+                fmt.format(sm["minirl"]["mean"]),
+                fmt.format(sm["trl"]["mean"]),
+                "n/a" if sm["ratio"] is None else f"{sm['ratio']:.2f}",
+            ]
         rows.append(row)
     header = ["", "tiny: minirl", "tiny: TRL", "TRL / minirl"] + (
-        ["SmolLM2: minirl", "SmolLM2: TRL", "TRL / minirl"] if smol is not None else [])
+        ["SmolLM2: minirl", "SmolLM2: TRL", "TRL / minirl"] if smol is not None else []
+    )
     ts = tiny["settings"]
     diff = tiny["reward_difference"]
     verdicts = ", ".join(f"{name}: {'met' if ok else '**not met**'}" for name, ok in f["targets"].items())
-    return "\n".join([
-        f"The tiny model over {len(tiny['minirl'])} seeds (each after {ts['sft_steps']} supervised steps of its own), "
-        f"{ts['steps']} GRPO steps of {ts['prompts_per_step']} prompts × {ts['group_size']} responses on one "
-        f"thread, mean ± std over seeds" + (f"; SmolLM2 trains its top 10 blocks with the CPU recipe's batch for "
-                                            f"{smol['settings']['steps']} steps, one seed: speed only" if smol else "")
-        + ":", "", table(header, rows), "",
-        f"Held-out accuracies on at most {ts['eval_prompts']} prompts of each set for the tiny model"
-        + (f", {smol['settings']['eval_prompts']} for SmolLM2" if smol else "") + ". "
-        f"Reward, minirl − TRL: {diff['minirl_minus_trl']:+.3f} (two standard errors of the difference: "
-        f"{diff['two_se']:.3f}). Targets: {verdicts}.", "", provenance(data)])
+    return "\n".join(
+        [
+            f"The tiny model over {len(tiny['minirl'])} seeds (each after {ts['sft_steps']} supervised steps of its "
+            f"own), {ts['steps']} GRPO steps of {ts['prompts_per_step']} prompts × {ts['group_size']} responses on one "
+            f"thread, mean ± std over seeds"
+            + (
+                f"; SmolLM2 trains its top 10 blocks with the CPU recipe's batch for "
+                f"{smol['settings']['steps']} steps, one seed: speed only"
+                if smol
+                else ""
+            )
+            + ":",
+            "",
+            table(header, rows),
+            "",
+            f"Held-out accuracies on at most {ts['eval_prompts']} prompts of each set for the tiny model"
+            + (f", {smol['settings']['eval_prompts']} for SmolLM2" if smol else "")
+            + ". "
+            f"Reward, minirl − TRL: {diff['minirl_minus_trl']:+.3f} (two standard errors of the difference: "
+            f"{diff['two_se']:.3f}). Targets: {verdicts}.",
+            "",
+            provenance(data),
+        ]
+    )
 
 
 NOTEBOOK_NAMES = {
-    "01": "01_maze_and_expected_return", "02": "02_policy_gradient_on_the_maze",
-    "03": "03_sorting_task_and_tiny_model", "04": "04_policy_gradient_ladder", "05": "05_grpo_and_its_variants",
-    "06": "06_rewards_preferences_and_dpo", "07": "07_grpo_on_a_language_model",
-    "08": "08_a_pretrained_model_learns_to_sort", "09": "09_scaling_up_with_trl",
+    "01": "01_maze_and_expected_return",
+    "02": "02_policy_gradient_on_the_maze",
+    "03": "03_sorting_task_and_tiny_model",
+    "04": "04_policy_gradient_ladder",
+    "05": "05_grpo_and_its_variants",
+    "06": "06_rewards_preferences_and_dpo",
+    "07": "07_grpo_on_a_language_model",
+    "08": "08_a_pretrained_model_learns_to_sort",
+    "09": "09_scaling_up_with_trl",
 }
 
 
@@ -315,20 +491,43 @@ def notebooks() -> str:
     for number, name in NOTEBOOK_NAMES.items():
         full = _load(f"notebook_{number}_full_cpu")
         fast_s = (fast or {}).get("figures", {}).get(name)
-        rows.append([f"`{name}`", _seconds(fast_s) if fast_s is not None else "not measured",
-                     _seconds(full["duration_s"]) if full else "not measured",
-                     f"`results/notebook_{number}_full_cpu.json`" if full else ""])
-    out = [table(["notebook", "fast mode (`MINIRL_FAST=1`, as stored and tested)", "full mode, 2 CPU cores",
-                  "full-mode figures"], rows), ""]
+        rows.append(
+            [
+                f"`{name}`",
+                _seconds(fast_s) if fast_s is not None else "not measured",
+                _seconds(full["duration_s"]) if full else "not measured",
+                f"`results/notebook_{number}_full_cpu.json`" if full else "",
+            ]
+        )
+    out = [
+        table(
+            [
+                "notebook",
+                "fast mode (`MINIRL_FAST=1`, as stored and tested)",
+                "full mode, 2 CPU cores",
+                "full-mode figures",
+            ],
+            rows,
+        ),
+        "",
+    ]
     if fast:
-        out.append(provenance(fast) + " Full mode: `python -m minirl.results notebook solutions/NN_*.ipynb`, "
-                   "one record per notebook (its machine and load are in the file).")
+        out.append(
+            provenance(fast) + " Full mode: `python -m minirl.results notebook solutions/NN_*.ipynb`, "
+            "one record per notebook (its machine and load are in the file)."
+        )
     return "\n".join(out).rstrip()
 
 
 BLOCKS: dict[str, Callable[[], str]] = {
-    "bench": bench, "ladder": ladder, "lm_smollm2_cpu": lm_smollm2_cpu, "lm_step_cost": lm_step_cost,
-    "lm_tiny": lm_tiny, "lm_smollm2_gpu": lm_smollm2_gpu, "trl": trl, "notebooks": notebooks,
+    "bench": bench,
+    "ladder": ladder,
+    "lm_smollm2_cpu": lm_smollm2_cpu,
+    "lm_step_cost": lm_step_cost,
+    "lm_tiny": lm_tiny,
+    "lm_smollm2_gpu": lm_smollm2_gpu,
+    "trl": trl,
+    "notebooks": notebooks,
 }
 
 
@@ -344,7 +543,7 @@ def render_readme(text: str) -> str:
     out, pos = [], 0
     for match in BEGIN.finditer(text):
         end = text.index(END, match.end())
-        out += [text[pos:match.end()], render(match["name"])]
+        out += [text[pos : match.end()], render(match["name"])]
         pos = end
     return "".join(out) + text[pos:]
 
@@ -352,14 +551,14 @@ def render_readme(text: str) -> str:
 def stale_blocks(path: Path = README) -> list[str]:
     """Names of the blocks in ``path`` that differ from what their records give."""
     text = path.read_text()
-    return [m["name"] for m in BEGIN.finditer(text) if render(m["name"]) != text[m.end():text.index(END, m.end())]]
+    return [m["name"] for m in BEGIN.finditer(text) if render(m["name"]) != text[m.end() : text.index(END, m.end())]]
 
 
 def outside_blocks(text: str) -> str:
     """README's text with every results block (markers included) left out."""
     out, pos = [], 0
     for match in BEGIN.finditer(text):
-        out.append(text[pos:match.start()])
+        out.append(text[pos : match.start()])
         pos = text.index(END, match.end()) + len(END)
     return "".join(out) + text[pos:]
 

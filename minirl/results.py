@@ -76,6 +76,7 @@ def results_path(name: str) -> Path:
 
 # ---- provenance ---------------------------------------------------------------------------------------------
 
+
 def _git(*args: str) -> str | None:
     try:
         out = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, timeout=10)
@@ -149,8 +150,10 @@ class _LoadMeter:
         hz = os.sysconf("SC_CLK_TCK")
         idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
         busy = (sum(fields[:8]) - idle) / hz  # user nice system idle iowait irq softirq steal
-        own = sum(resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
-                  for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+        own = sum(
+            resource.getrusage(who).ru_utime + resource.getrusage(who).ru_stime
+            for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
+        )
         return busy, own, time.monotonic()
 
     def others_busy(self) -> float | None:
@@ -195,11 +198,13 @@ class Record:
     ``{name, command, commit, dirty, date, duration_s, machine, load, seeds, figures}``.
     """
 
-    def __init__(self, name: str, *, command: str | None = None, seeds: list[int] | None = None,
-                 notes: str | None = None) -> None:
+    def __init__(
+        self, name: str, *, command: str | None = None, seeds: list[int] | None = None, notes: str | None = None
+    ) -> None:
         if not name or any(c in name for c in "/\\ ") and not name.endswith(".json"):
-            raise ValueError(f"name must be a short file name like 'bench_lm' (or a path ending in .json); "
-                             f"got {name!r}")
+            raise ValueError(
+                f"name must be a short file name like 'bench_lm' (or a path ending in .json); got {name!r}"
+            )
         self.name = Path(name).stem
         self.target = name
         self.command = command or _command_line()
@@ -283,8 +288,11 @@ def history_figures(history, last: int = 5) -> dict[str, Any]:
         wall = float(history["wall_time"][-1])
         out["train_seconds"] = wall
         out["s_per_step"] = wall / len(history)
-        for key, name in (("gen_seconds", "gen_s_per_step"), ("update_seconds", "update_s_per_step"),
-                          ("tokens_per_second", "tokens_per_s")):
+        for key, name in (
+            ("gen_seconds", "gen_s_per_step"),
+            ("update_seconds", "update_s_per_step"),
+            ("tokens_per_second", "tokens_per_s"),
+        ):
             if key in metrics:
                 out[name] = float(np.mean(history[key]))
         if "reward" in metrics:
@@ -312,8 +320,7 @@ def summary_line(data: Mapping[str, Any]) -> str:
     if (m.get("nice") or 0) < 0 and load is not None and load >= 0.1:
         busy += f" (this run at a higher priority, nice {m['nice']})"
     commit = (data.get("commit") or "?")[:7] + (" + uncommitted changes" if data.get("dirty") else "")
-    return (f"{device}{busy}; commit {commit}, {str(data.get('date', '?'))[:10]}; "
-            f"`{data.get('command', '?')}`")
+    return f"{device}{busy}; commit {commit}, {str(data.get('date', '?'))[:10]}; `{data.get('command', '?')}`"
 
 
 def show(name: str, keys: list[str] | None = None) -> dict[str, Any]:
@@ -379,8 +386,10 @@ def notebook_banner(number: str) -> None:
         if path.exists():
             found = True
             data = json.loads(path.read_text())
-            print(f"Full mode on {_device_words(data)}: {data['duration_s'] / 60:.1f} min end to end "
-                  f"(results/{path.name}).")
+            print(
+                f"Full mode on {_device_words(data)}: {data['duration_s'] / 60:.1f} min end to end "
+                f"(results/{path.name})."
+            )
     if not found:
         print("Full mode: no stored record yet (python -m minirl.results notebook solutions/<this notebook>).")
 
@@ -427,8 +436,9 @@ def _execute_notebook(path: Path, env: dict[str, str], timeout: int):
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        NotebookClient(nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(REPO_ROOT)}}
-                       ).execute()
+        NotebookClient(
+            nb, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(REPO_ROOT)}}
+        ).execute()
     finally:
         for k, v in old.items():
             if v is None:
@@ -447,8 +457,9 @@ def _without_run_state(nb):
         for output in cell.get("outputs", []):
             output.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
         if cell.get("cell_type") == "code":
-            cell["outputs"] = [o for o in cell.get("outputs", [])
-                               if o.get("output_type") != "display_data" or o.get("data")]
+            cell["outputs"] = [
+                o for o in cell.get("outputs", []) if o.get("output_type") != "display_data" or o.get("data")
+            ]
     return nb
 
 
@@ -494,12 +505,18 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_show = sub.add_parser("show", help="print a record")
     p_show.add_argument("name")
-    p_nb = sub.add_parser("notebook", help="run notebooks in full mode and keep their recorded figures; with --fast, "
-                                           "run them in fast mode and store their outputs")
+    p_nb = sub.add_parser(
+        "notebook",
+        help="run notebooks in full mode and keep their recorded figures; with --fast, "
+        "run them in fast mode and store their outputs",
+    )
     p_nb.add_argument("paths", nargs="+")
     p_nb.add_argument("--timeout", type=int, default=7200, help="seconds per cell")
-    p_nb.add_argument("--fast", action="store_true", help="fast mode: store the outputs in the notebooks and keep "
-                                                          "the times in results/notebooks_fast.json")
+    p_nb.add_argument(
+        "--fast",
+        action="store_true",
+        help="fast mode: store the outputs in the notebooks and keep the times in results/notebooks_fast.json",
+    )
     args = parser.parse_args(argv)
     if args.command == "show":
         show(args.name)

@@ -31,8 +31,9 @@ class ToyPolicy(nn.Module):
     def __init__(self, model: nn.Module, response_length: int | None = None) -> None:
         super().__init__()
         self.model = model
-        self.response_length = response_length if response_length is not None else getattr(
-            model, "response_length", None)
+        self.response_length = (
+            response_length if response_length is not None else getattr(model, "response_length", None)
+        )
 
     @property
     def device(self) -> torch.device:
@@ -48,8 +49,14 @@ class ToyPolicy(nn.Module):
         length = self.response_length if self.response_length is not None else tokens.shape[-1]
         return Rollout(tokens=tokens, mask=None, answers=tokens.cpu(), max_length=length)
 
-    def sample(self, prompts: torch.Tensor, group_size: int, *, temperature: float = 1.0,
-               generator: torch.Generator | None = None) -> Rollout:
+    def sample(
+        self,
+        prompts: torch.Tensor,
+        group_size: int,
+        *,
+        temperature: float = 1.0,
+        generator: torch.Generator | None = None,
+    ) -> Rollout:
         """``group_size`` responses per prompt: tokens ``[batch, trial, pos]`` (no gradient)."""
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0; got {temperature!r}")
@@ -65,8 +72,10 @@ class ToyPolicy(nn.Module):
         """log π(y_j | x) ``[batch, trial, pos]`` and H(π(· | x)_j) ``[batch, 1, pos]``, one forward pass."""
         tokens = rollout.tokens
         if tokens.dim() != 3 or tokens.shape[0] != prompts.shape[0]:
-            raise ValueError(f"rollout.tokens must have shape [batch, trial, pos] with batch = {prompts.shape[0]}; "
-                             f"got {list(tokens.shape)}")
+            raise ValueError(
+                f"rollout.tokens must have shape [batch, trial, pos] with batch = {prompts.shape[0]}; "
+                f"got {list(tokens.shape)}"
+            )
         log_p = F.log_softmax(self.logits(prompts, temperature), dim=-1)  # [batch, pos, vocab]
         log_probs = gather_log_probs(log_p, tokens)  # before the entropy: autograd then sums log_p's gradients
         entropy = -(log_p.exp() * log_p).sum(dim=-1)  # [batch, pos]     in the same order as it always has

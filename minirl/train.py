@@ -111,8 +111,13 @@ class TrainConfig:
     progress: bool = True
 
     def __post_init__(self) -> None:
-        check_positive_ints(steps=self.steps, prompts_per_step=self.prompts_per_step, group_size=self.group_size,
-                            embedding_dim=self.embedding_dim, eval_prompts=self.eval_prompts)
+        check_positive_ints(
+            steps=self.steps,
+            prompts_per_step=self.prompts_per_step,
+            group_size=self.group_size,
+            embedding_dim=self.embedding_dim,
+            eval_prompts=self.eval_prompts,
+        )
         if self.micro_batch_size is not None:
             check_positive_ints(micro_batch_size=self.micro_batch_size)
         if self.threads is not None:
@@ -129,15 +134,18 @@ class TrainConfig:
         if self.inner_epochs is not None:
             self.algo = self.algo.with_(inner_epochs=self.inner_epochs)
         if self.algo.delta_mode != "rewards" and self.group_size < 2:
-            raise ValueError(f"algorithm {self.algo.name!r} compares responses within a group: group_size "
-                             f"must be >= 2; got {self.group_size}")
+            raise ValueError(
+                f"algorithm {self.algo.name!r} compares responses within a group: group_size "
+                f"must be >= 2; got {self.group_size}"
+            )
 
 
 def make_model(task: SortingTask, embedding_dim: int = 32, seed: int = 0) -> TinyEncoderDecoder:
     """A freshly initialised ``TinyEncoderDecoder`` sized for ``task`` (its tokens, prompt and response lengths)."""
     generator = torch.Generator().manual_seed(seed)
-    return TinyEncoderDecoder(task.n_tokens, embedding_dim, task.prompt_length, task.response_length,
-                              generator=generator)
+    return TinyEncoderDecoder(
+        task.n_tokens, embedding_dim, task.prompt_length, task.response_length, generator=generator
+    )
 
 
 def response_mask(task: Task, responses: torch.Tensor) -> torch.Tensor | None:
@@ -198,8 +206,12 @@ def evaluate(
         best = task.per_position_rewards(prompts, task.sorted_responses(prompts).unsqueeze(1)).sum(dim=-1)
     kinds = [("greedy", policy.greedy(prompts))]
     if sampled:
-        kinds.append(("sampled", policy.sample(prompts, 1, temperature=1.0,
-                                               generator=_device_generator(generator, policy.device))))
+        kinds.append(
+            (
+                "sampled",
+                policy.sample(prompts, 1, temperature=1.0, generator=_device_generator(generator, policy.device)),
+            )
+        )
     out = {}
     for kind, rollout in kinds:
         answers = rollout.answers
@@ -244,12 +256,15 @@ def _slices(batch: int, micro_batch_size: int | None) -> list[slice]:
 
 
 @torch.no_grad()
-def rollout_log_probs(policy, prompts, rollout: Rollout, temperature: float = 1.0,
-                      micro_batch_size: int | None = None) -> torch.Tensor:
+def rollout_log_probs(
+    policy, prompts, rollout: Rollout, temperature: float = 1.0, micro_batch_size: int | None = None
+) -> torch.Tensor:
     """log π(y_t | x, y_<t) of the rollout's tokens ``[batch, trial, pos]``, without gradient (π_old, π_ref),
     in micro-batches of ``micro_batch_size`` prompts."""
-    parts = [policy.score(select_prompts(prompts, rows), rollout.rows(rows), temperature=temperature).log_probs
-             for rows in _slices(rollout.batch_size, micro_batch_size)]
+    parts = [
+        policy.score(select_prompts(prompts, rows), rollout.rows(rows), temperature=temperature).log_probs
+        for rows in _slices(rollout.batch_size, micro_batch_size)
+    ]
     return parts[0] if len(parts) == 1 else torch.cat(parts, dim=0)
 
 
@@ -324,8 +339,7 @@ def policy_update(
     ``entropy``, the mean entropy per token of π_old (measured at the first inner step, before any change).
     """
     policy = as_policy(policy)
-    rollout = responses if isinstance(responses, Rollout) else Rollout(responses, mask, responses,
-                                                                       responses.shape[-1])
+    rollout = responses if isinstance(responses, Rollout) else Rollout(responses, mask, responses, responses.shape[-1])
     mask = mask if mask is not None else rollout.mask
     max_length = max_length if max_length is not None else rollout.max_length
     if not algo.importance_ratio:
@@ -334,8 +348,11 @@ def policy_update(
     whole = None
     if len(slices) > 1:
         n_tokens = float(mask.sum()) if mask is not None else float(rollout.tokens.numel())
-        whole = {"n_sequences": rollout.batch_size * rollout.group_size, "n_tokens": n_tokens,
-                 "n_prompts": rollout.batch_size}
+        whole = {
+            "n_sequences": rollout.batch_size * rollout.group_size,
+            "n_tokens": n_tokens,
+            "n_prompts": rollout.batch_size,
+        }
     limit = max_grad_norm if max_grad_norm is not None else float("inf")
     sampler_log_probs = []  # log π_old of every slice, as scored at the first inner step (θ = θ_old then)
     for epoch in range(algo.inner_epochs):
@@ -374,8 +391,9 @@ def policy_update(
         old = torch.cat(sampler_log_probs) if len(sampler_log_probs) > 1 else sampler_log_probs[0]
         new = rollout_log_probs(policy, prompts, rollout, temperature, micro_batch_size)
         per_token = kl_estimate(old, new, "k3", max_log_ratio=20.0)  # samples from π_old: KL(π_old ‖ π_θ)
-        out["kl_old"] = float(aggregate(per_token, mask if mask is not None else torch.ones_like(per_token),
-                                        "token_mean"))
+        out["kl_old"] = float(
+            aggregate(per_token, mask if mask is not None else torch.ones_like(per_token), "token_mean")
+        )
     return out
 
 
@@ -437,20 +455,34 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
     for step in bar:
         step_start = time.perf_counter()
         prompts = task.sample_prompts(cfg.prompts_per_step, generator)
-        rollout = _with_mask(task, policy.sample(prompts, cfg.group_size, temperature=cfg.temperature,
-                                                 generator=sample_generator))
+        rollout = _with_mask(
+            task, policy.sample(prompts, cfg.group_size, temperature=cfg.temperature, generator=sample_generator)
+        )
         gen_seconds = time.perf_counter() - step_start
         rewards = task.rewards(prompts, rollout.answers).to(device)  # [batch, trial]
         advantages = _advantages(task, algo, prompts, rollout.answers, rewards)
         # π_old is the sampler, frozen. With one inner epoch it is π_θ itself: its log-probs are the current
         # ones, detached, and need no forward pass of their own.
-        old_log_probs = (rollout_log_probs(policy, prompts, rollout, **score_kw)
-                         if algo.importance_ratio and algo.inner_epochs > 1 else None)
+        old_log_probs = (
+            rollout_log_probs(policy, prompts, rollout, **score_kw)
+            if algo.importance_ratio and algo.inner_epochs > 1
+            else None
+        )
         ref_log_probs = rollout_log_probs(ref_policy, prompts, rollout, **score_kw) if ref_policy else None
 
-        update = policy_update(policy, optimizer, algo, prompts, rollout, old_log_probs, advantages,
-                               ref_log_probs=ref_log_probs, max_grad_norm=cfg.max_grad_norm,
-                               measure_kl_old=measure_kl, **score_kw)
+        update = policy_update(
+            policy,
+            optimizer,
+            algo,
+            prompts,
+            rollout,
+            old_log_probs,
+            advantages,
+            ref_log_probs=ref_log_probs,
+            max_grad_norm=cfg.max_grad_norm,
+            measure_kl_old=measure_kl,
+            **score_kw,
+        )
         if scheduler is not None:
             scheduler.step()
 
@@ -461,21 +493,35 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
         elapsed = now - start
         exact = float(task.is_correct(prompts, rollout.answers).float().mean())
         lengths = rollout.lengths()
-        extra = {"format_rate": float(task.format_ok(prompts, rollout.answers).float().mean())} if hasattr(
-            task, "format_ok") else {}
+        extra = (
+            {"format_rate": float(task.format_ok(prompts, rollout.answers).float().mean())}
+            if hasattr(task, "format_ok")
+            else {}
+        )
         # policy_loss reports kl = 0 when it has no π_ref: log it only when there is one
-        kls = {**({"kl": update["kl"]} if ref_policy is not None else {}),
-               **({"kl_old": update["kl_old"]} if measure_kl else {})}
-        history.log(step=step, samples=step * samples_per_step, reward=float(rewards.mean()), exact_match=exact,
-                    **extra, **kls,
-                    **{k: update[k] for k in ("loss", "clip_frac_low", "clip_frac_high", "ratio_mean",
-                                              "ratio_max", "entropy", "grad_norm")},
-                    response_length=float(lengths.mean()),
-                    zero_variance_groups=zero_variance_fraction(rewards),
-                    **({"reward_std": float(rewards.std(dim=1).mean())} if cfg.group_size > 1 else {}),
-                    gen_seconds=gen_seconds, update_seconds=now - step_start - gen_seconds,
-                    tokens_per_second=float(lengths.sum()) / max(now - step_start, 1e-9),
-                    wall_time=elapsed)
+        kls = {
+            **({"kl": update["kl"]} if ref_policy is not None else {}),
+            **({"kl_old": update["kl_old"]} if measure_kl else {}),
+        }
+        history.log(
+            step=step,
+            samples=step * samples_per_step,
+            reward=float(rewards.mean()),
+            exact_match=exact,
+            **extra,
+            **kls,
+            **{
+                k: update[k]
+                for k in ("loss", "clip_frac_low", "clip_frac_high", "ratio_mean", "ratio_max", "entropy", "grad_norm")
+            },
+            response_length=float(lengths.mean()),
+            zero_variance_groups=zero_variance_fraction(rewards),
+            **({"reward_std": float(rewards.std(dim=1).mean())} if cfg.group_size > 1 else {}),
+            gen_seconds=gen_seconds,
+            update_seconds=now - step_start - gen_seconds,
+            tokens_per_second=float(lengths.sum()) / max(now - step_start, 1e-9),
+            wall_time=elapsed,
+        )
         out_of_time = cfg.max_seconds is not None and elapsed >= cfg.max_seconds
         if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps or out_of_time:
             ev = run_eval(step, elapsed)
@@ -513,12 +559,34 @@ def train_supervised(
     if eval_every < 0:
         raise ValueError(f"eval_every must be >= 0 (0 = only at the end); got {eval_every}")
     with torch_threads(1):
-        return _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, seed, demonstrations,
-                                 progress, eval_every, eval_prompts, label)
+        return _train_supervised(
+            task,
+            steps,
+            batch_size,
+            learning_rate,
+            embedding_dim,
+            seed,
+            demonstrations,
+            progress,
+            eval_every,
+            eval_prompts,
+            label,
+        )
 
 
-def _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, seed, demonstrations, progress,
-                      eval_every, eval_prompts, label):
+def _train_supervised(
+    task,
+    steps,
+    batch_size,
+    learning_rate,
+    embedding_dim,
+    seed,
+    demonstrations,
+    progress,
+    eval_every,
+    eval_prompts,
+    label,
+):
     generator = torch.Generator().manual_seed(seed)
     model = make_model(task, embedding_dim, seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
@@ -527,8 +595,9 @@ def _train_supervised(task, steps, batch_size, learning_rate, embedding_dim, see
 
     def run_eval(step: int) -> None:
         held_out = torch.Generator().manual_seed(10_000 + seed)  # the prompts train() evaluates on
-        history.log_eval(step=step, wall_time=time.perf_counter() - start,
-                         **evaluate(model, task, eval_prompts, held_out))
+        history.log_eval(
+            step=step, wall_time=time.perf_counter() - start, **evaluate(model, task, eval_prompts, held_out)
+        )
 
     if eval_every:
         run_eval(0)

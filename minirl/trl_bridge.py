@@ -64,8 +64,18 @@ from minirl.protocols import Rollout
 if TYPE_CHECKING:
     from minirl.train import TrainConfig
 
-__all__ = ["KNOBS", "LOSS_TYPES", "TRL_ADVANTAGE_EPS", "grpo_config_kwargs", "grpo_trainer", "knob_table",
-           "text_task_dataset", "text_task_reward", "trl_history", "trl_loss_inputs"]
+__all__ = [
+    "KNOBS",
+    "LOSS_TYPES",
+    "TRL_ADVANTAGE_EPS",
+    "grpo_config_kwargs",
+    "grpo_trainer",
+    "knob_table",
+    "text_task_dataset",
+    "text_task_reward",
+    "trl_history",
+    "trl_loss_inputs",
+]
 
 # TRL's advantage: (r − mean_group r) / (std_group r + 1e-4), std with Bessel's correction (as torch.std).
 TRL_ADVANTAGE_EPS = 1e-4
@@ -80,41 +90,77 @@ KNOBS: list[tuple[str, str, str]] = [
     ("clip_eps_low", "epsilon", "ε_low: the ratio is clipped below at 1 − ε_low"),
     ("clip_eps_high", "epsilon_high", "ε_high (clip-higher, DAPO); None = ε_low in both"),
     ("ratio_level", "importance_sampling_level", '"token" or "sequence" (GSPO\'s length-normalised ratio)'),
-    ("aggregation", "loss_type", '"sequence_mean" = "grpo"; "token_mean" = "dapo" (÷ the real tokens of the whole '
-     'generation batch, on every process; "bnpo" ÷ each micro-batch\'s own: the same only with one micro-batch '
-     'on one process); "constant" = "dr_grpo" (its constant is max_completion_length)'),
-    ("delta_mode", "scale_rewards", '"normalized_rewards" = "group" (ε 1e-4 in TRL, 1e-6 in minirl); '
-     '"centered_rewards" = "none"; "rewards" (no baseline): no counterpart'),
-    ("kl_coef", "beta", "β of the k3 KL to π_ref; TRL also needs use_bias_correction_kl=False (its default "
-     "multiplies k3 by the ratio)"),
+    (
+        "aggregation",
+        "loss_type",
+        '"sequence_mean" = "grpo"; "token_mean" = "dapo" (÷ the real tokens of the whole '
+        'generation batch, on every process; "bnpo" ÷ each micro-batch\'s own: the same only with one micro-batch '
+        'on one process); "constant" = "dr_grpo" (its constant is max_completion_length)',
+    ),
+    (
+        "delta_mode",
+        "scale_rewards",
+        '"normalized_rewards" = "group" (ε 1e-4 in TRL, 1e-6 in minirl); '
+        '"centered_rewards" = "none"; "rewards" (no baseline): no counterpart',
+    ),
+    (
+        "kl_coef",
+        "beta",
+        "β of the k3 KL to π_ref; TRL also needs use_bias_correction_kl=False (its default multiplies k3 by the ratio)",
+    ),
     ("inner_epochs", "num_iterations", "gradient steps on each batch of samples"),
-    ("ref_refresh_every", "sync_ref_model, ref_model_sync_steps, ref_model_mixup_alpha=1.0",
-     "π_ref ← π_θ every N steps; TRL counts optimizer steps (N × inner_epochs) and by default mixes "
-     "(α = 0.6) instead of copying"),
-    ("entropy_coef", "entropy_coef", "− c · mean entropy per real token; TRL takes the mean per micro-batch and "
-     "per process, so it equals minirl's whole-batch mean only with one micro-batch on one process"),
-    ("importance_ratio=False", "(none)", "TRL always has the ratio (with num_iterations = 1 it is 1: the same "
-     "gradient); minirl's rungs without it also have no clipping, which grpo_config_kwargs refuses"),
-    ("advantage_level=\"token\"", "(none)", "one advantage per position (a process reward): TRL's advantages "
-     "are one per response"),
+    (
+        "ref_refresh_every",
+        "sync_ref_model, ref_model_sync_steps, ref_model_mixup_alpha=1.0",
+        "π_ref ← π_θ every N steps; TRL counts optimizer steps (N × inner_epochs) and by default mixes "
+        "(α = 0.6) instead of copying",
+    ),
+    (
+        "entropy_coef",
+        "entropy_coef",
+        "− c · mean entropy per real token; TRL takes the mean per micro-batch and "
+        "per process, so it equals minirl's whole-batch mean only with one micro-batch on one process",
+    ),
+    (
+        "importance_ratio=False",
+        "(none)",
+        "TRL always has the ratio (with num_iterations = 1 it is 1: the same "
+        "gradient); minirl's rungs without it also have no clipping, which grpo_config_kwargs refuses",
+    ),
+    (
+        'advantage_level="token"',
+        "(none)",
+        "one advantage per position (a process reward): TRL's advantages are one per response",
+    ),
     ("TrainConfig.group_size", "num_generations", "responses per prompt"),
-    ("TrainConfig.prompts_per_step", "generation_batch_size", "TRL counts responses: prompts_per_step × "
-     "group_size"),
-    ("TrainConfig.micro_batch_size", "per_device_train_batch_size", "TRL counts responses: micro_batch_size × "
-     "group_size (gradient_accumulation_steps = prompts_per_step / micro_batch_size); with "
-     "\"grpo\", \"dapo\" and \"dr_grpo\" the micro-batches add up to the whole batch's loss, as minirl's"),
+    ("TrainConfig.prompts_per_step", "generation_batch_size", "TRL counts responses: prompts_per_step × group_size"),
+    (
+        "TrainConfig.micro_batch_size",
+        "per_device_train_batch_size",
+        "TRL counts responses: micro_batch_size × "
+        "group_size (gradient_accumulation_steps = prompts_per_step / micro_batch_size); with "
+        '"grpo", "dapo" and "dr_grpo" the micro-batches add up to the whole batch\'s loss, as minirl\'s',
+    ),
     ("TrainConfig.temperature", "temperature", "sampling temperature; log-probs of the loss use it too"),
-    ("TrainConfig.learning_rate, lr_schedule", "learning_rate, lr_scheduler_type", 'minirl\'s default "cosine" '
-     '(to 0 at the last step); TRL\'s default is "linear"'),
+    (
+        "TrainConfig.learning_rate, lr_schedule",
+        "learning_rate, lr_scheduler_type",
+        'minirl\'s default "cosine" (to 0 at the last step); TRL\'s default is "linear"',
+    ),
     ("TrainConfig.max_grad_norm", "max_grad_norm", "gradient norm clipping"),
     ("CausalLMPolicy.max_new_tokens", "max_completion_length", "the response budget"),
-    ("(none)", "delta, top_entropy_quantile, off_policy_mask_threshold, loss_type cispo / sapo / vespo / "
-     "luspo, vLLM importance-sampling correction", "TRL knobs with no minirl counterpart"),
+    (
+        "(none)",
+        "delta, top_entropy_quantile, off_policy_mask_threshold, loss_type cispo / sapo / vespo / "
+        "luspo, vLLM importance-sampling correction",
+        "TRL knobs with no minirl counterpart",
+    ),
 ]
 
 
 def knob_table() -> str:
     """``KNOBS`` as a Markdown table (README's and notebook 09's)."""
+
     def names(cell: str) -> str:
         return cell if cell == "(none)" else ", ".join(f"`{name.strip()}`" for name in cell.split(","))
 
@@ -137,11 +183,15 @@ def grpo_config_kwargs(algo: str | AlgoConfig, max_length: int) -> dict[str, Any
     if not (isinstance(max_length, int) and max_length > 0):
         raise ValueError(f"max_length must be a positive int (the response budget); got {max_length!r}")
     if algo.delta_mode == "rewards":
-        raise ValueError(f"{algo.name}: delta_mode 'rewards' (no baseline) has no TRL counterpart "
-                         "(scale_rewards 'none' still subtracts the group mean)")
+        raise ValueError(
+            f"{algo.name}: delta_mode 'rewards' (no baseline) has no TRL counterpart "
+            "(scale_rewards 'none' still subtracts the group mean)"
+        )
     if algo.advantage_level != "sequence":
-        raise ValueError(f"{algo.name}: advantage_level {algo.advantage_level!r} has no TRL counterpart "
-                         "(TRL's advantages are one per response)")
+        raise ValueError(
+            f"{algo.name}: advantage_level {algo.advantage_level!r} has no TRL counterpart "
+            "(TRL's advantages are one per response)"
+        )
     if algo.clip_eps_low is None:  # also every importance_ratio=False: AlgoConfig ties it to no clipping
         raise ValueError(f"{algo.name}: clip_eps_low=None (no clipping) has no TRL counterpart")
     kwargs: dict[str, Any] = {
@@ -157,8 +207,11 @@ def grpo_config_kwargs(algo: str | AlgoConfig, max_length: int) -> dict[str, Any
         "max_completion_length": max_length,
     }
     if algo.ref_refresh_every is not None and algo.kl_coef > 0:  # without a KL term TRL has no π_ref to sync
-        kwargs.update(sync_ref_model=True, ref_model_sync_steps=algo.ref_refresh_every * algo.inner_epochs,
-                      ref_model_mixup_alpha=1.0)
+        kwargs.update(
+            sync_ref_model=True,
+            ref_model_sync_steps=algo.ref_refresh_every * algo.inner_epochs,
+            ref_model_mixup_alpha=1.0,
+        )
     return kwargs
 
 
@@ -211,8 +264,9 @@ def text_task_dataset(task, n: int, seed: int = 0):
     from datasets import Dataset
 
     prompts = task.sample_prompts(n, torch.Generator().manual_seed(seed))
-    return Dataset.from_dict({"prompt": [list(p.messages) for p in prompts],
-                              "numbers": [list(p.numbers) for p in prompts]})
+    return Dataset.from_dict(
+        {"prompt": [list(p.messages) for p in prompts], "numbers": [list(p.numbers) for p in prompts]}
+    )
 
 
 def text_task_reward(task):
@@ -222,6 +276,7 @@ def text_task_reward(task):
     prompts, strings otherwise) and the dataset's ``numbers`` column; it scores them with
     ``task.rewards``, as minirl's loop does.
     """
+
     def reward(completions, numbers, **kwargs) -> list[float]:
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
         prompts = [task.prompt(problem) for problem in numbers]
@@ -231,8 +286,16 @@ def text_task_reward(task):
     return reward
 
 
-def grpo_trainer(config: TrainConfig, model, tokenizer, max_new_tokens: int, *, output_dir: str | None = None,
-                 bf16: bool = False, **overrides: Any):
+def grpo_trainer(
+    config: TrainConfig,
+    model,
+    tokenizer,
+    max_new_tokens: int,
+    *,
+    output_dir: str | None = None,
+    bf16: bool = False,
+    **overrides: Any,
+):
     """A TRL ``GRPOTrainer`` that runs ``config`` (a ``TrainConfig`` of a text task), knob for knob.
 
     ``model`` is a transformers model or a folder / hub name (a name is required when the algorithm has
@@ -260,23 +323,38 @@ def grpo_trainer(config: TrainConfig, model, tokenizer, max_new_tokens: int, *, 
     if config.inner_epochs is not None:
         algo = dataclasses.replace(algo, inner_epochs=config.inner_epochs)
     if algo.kl_coef > 0 and not isinstance(model, str | os.PathLike):
-        raise ValueError("model must be a folder or hub name when the algorithm has a KL term (kl_coef = "
-                         f"{algo.kl_coef}): TRL loads the reference model from it; got a {type(model).__name__}")
+        raise ValueError(
+            "model must be a folder or hub name when the algorithm has a KL term (kl_coef = "
+            f"{algo.kl_coef}): TRL loads the reference model from it; got a {type(model).__name__}"
+        )
     if config.lr_schedule not in ("constant", "cosine"):
         raise ValueError(f"config.lr_schedule must be 'constant' or 'cosine'; got {config.lr_schedule!r}")
     micro = config.micro_batch_size or config.prompts_per_step
     if config.prompts_per_step % micro:
         raise ValueError(f"config.micro_batch_size ({micro}) must divide prompts_per_step ({config.prompts_per_step})")
     fields: dict[str, Any] = dict(
-        output_dir=output_dir or tempfile.mkdtemp(prefix="minirl_trl_"), report_to="none", save_strategy="no",
-        logging_steps=1, disable_tqdm=not config.progress, seed=config.seed, bf16=bf16,
-        activation_checkpointing=False, use_cpu=config.device == "cpu" or not torch.cuda.is_available(),
-        num_generations=config.group_size, per_device_train_batch_size=micro * config.group_size,
+        output_dir=output_dir or tempfile.mkdtemp(prefix="minirl_trl_"),
+        report_to="none",
+        save_strategy="no",
+        logging_steps=1,
+        disable_tqdm=not config.progress,
+        seed=config.seed,
+        bf16=bf16,
+        activation_checkpointing=False,
+        use_cpu=config.device == "cpu" or not torch.cuda.is_available(),
+        num_generations=config.group_size,
+        per_device_train_batch_size=micro * config.group_size,
         gradient_accumulation_steps=config.prompts_per_step // micro,
         max_steps=config.steps * algo.inner_epochs,  # TRL counts gradient steps; minirl, batches of samples
-        learning_rate=config.learning_rate, lr_scheduler_type=config.lr_schedule, weight_decay=0.0,
-        max_grad_norm=config.max_grad_norm or 0.0, temperature=config.temperature, top_k=0, top_p=1.0,
-        **grpo_config_kwargs(algo, max_new_tokens))
+        learning_rate=config.learning_rate,
+        lr_scheduler_type=config.lr_schedule,
+        weight_decay=0.0,
+        max_grad_norm=config.max_grad_norm or 0.0,
+        temperature=config.temperature,
+        top_k=0,
+        top_p=1.0,
+        **grpo_config_kwargs(algo, max_new_tokens),
+    )
     fields.update(overrides)
     args = GRPOConfig(**fields)
     if args.entropy_coef > 0 and (args.gradient_accumulation_steps > 1 or args.world_size > 1):
@@ -284,12 +362,17 @@ def grpo_trainer(config: TrainConfig, model, tokenizer, max_new_tokens: int, *, 
             f"entropy_coef = {args.entropy_coef} with {args.gradient_accumulation_steps} micro-batches on "
             f"{args.world_size} process(es): TRL takes the entropy bonus's mean per micro-batch and per process, "
             "minirl over the whole batch (the two differ when micro-batches hold different token counts); use "
-            "one micro-batch (micro_batch_size=None) on one process, or entropy_coef=0")
+            "one micro-batch (micro_batch_size=None) on one process, or entropy_coef=0"
+        )
     # each of the world_size processes draws prompts_per_step prompts a step: enough prompts that none repeats
     prompts = config.prompts_per_step * config.steps * args.world_size
-    trainer = GRPOTrainer(model=model, reward_funcs=[text_task_reward(config.task)], args=args,
-                          processing_class=tokenizer,
-                          train_dataset=text_task_dataset(config.task, prompts, seed=config.seed))
+    trainer = GRPOTrainer(
+        model=model,
+        reward_funcs=[text_task_reward(config.task)],
+        args=args,
+        processing_class=tokenizer,
+        train_dataset=text_task_dataset(config.task, prompts, seed=config.seed),
+    )
     trainer.remove_callback(PrinterCallback)  # no dict printed per step (the progress bar stays)
     _time_sampling(trainer)
     return trainer
@@ -307,7 +390,8 @@ def _time_sampling(trainer) -> None:
         start = time.perf_counter()
         out = generate(*args, **kwargs)
         trainer._metrics["train" if trainer.model.training else "eval"]["gen_seconds"].append(
-            time.perf_counter() - start)
+            time.perf_counter() - start
+        )
         return out
 
     trainer._generate = timed
@@ -317,8 +401,14 @@ def _time_sampling(trainer) -> None:
 # frac_reward_zero_std: it tests torch.isclose(std, 0) (atol 1e-8), and a float32 group of eight 1.2s
 # has a std of 1.3e-7 (0.2s: 1.6e-8), so with the text tasks' rewards it misses most all-equal groups.
 # minirl's zero_variance_groups compares the rewards themselves.
-TRL_METRICS = {"reward": "reward", "completions/mean_length": "response_length", "entropy": "entropy",
-               "kl": "kl", "grad_norm": "grad_norm", "gen_seconds": "gen_seconds"}
+TRL_METRICS = {
+    "reward": "reward",
+    "completions/mean_length": "response_length",
+    "entropy": "entropy",
+    "kl": "kl",
+    "grad_norm": "grad_norm",
+    "gen_seconds": "gen_seconds",
+}
 
 
 def trl_history(trainer, label: str = "TRL GRPOTrainer") -> History:
@@ -337,8 +427,11 @@ def trl_history(trainer, label: str = "TRL GRPOTrainer") -> History:
         elapsed += log["step_time"]
         if "reward" in log:  # the first gradient step on a new batch of samples
             batch_seconds = log["step_time"]
-            history.log(step=len(history) + 1, wall_time=elapsed,
-                        **{mine: log[theirs] for theirs, mine in TRL_METRICS.items() if theirs in log})
+            history.log(
+                step=len(history) + 1,
+                wall_time=elapsed,
+                **{mine: log[theirs] for theirs, mine in TRL_METRICS.items() if theirs in log},
+            )
         elif history.records:
             batch_seconds += log["step_time"]
             history.records[-1]["wall_time"] = elapsed

@@ -67,15 +67,22 @@ def main(argv: list[str] | None = None) -> None:
     from minirl.trl_bridge import grpo_trainer, trl_history
 
     out = Path(args.output_dir or tempfile.mkdtemp(prefix="trl_grpo_"))
-    config = TrainConfig(task=recipe_task("pretrained"), algo=lm_algorithm(args.algo, kl_coef=args.kl_coef,
-                                                                           entropy_coef=0.0),
-                         steps=args.steps, prompts_per_step=args.prompts_per_step, group_size=args.group_size,
-                         learning_rate=args.learning_rate, lr_schedule="cosine", max_grad_norm=1.0,
-                         eval_prompts=args.eval_prompts, seed=args.seed, progress=True)
+    config = TrainConfig(
+        task=recipe_task("pretrained"),
+        algo=lm_algorithm(args.algo, kl_coef=args.kl_coef, entropy_coef=0.0),
+        steps=args.steps,
+        prompts_per_step=args.prompts_per_step,
+        group_size=args.group_size,
+        learning_rate=args.learning_rate,
+        lr_schedule="cosine",
+        max_grad_norm=1.0,
+        eval_prompts=args.eval_prompts,
+        seed=args.seed,
+        progress=True,
+    )
     folder = model_folder(args.model, out)
     tokenizer = AutoTokenizer.from_pretrained(folder)
-    trainer = grpo_trainer(config, folder, tokenizer, args.max_new_tokens, output_dir=str(out / "trl"),
-                           bf16=args.bf16)
+    trainer = grpo_trainer(config, folder, tokenizer, args.max_new_tokens, output_dir=str(out / "trl"), bf16=args.bf16)
     start = time.perf_counter()
     trainer.train()
     seconds = time.perf_counter() - start
@@ -83,9 +90,11 @@ def main(argv: list[str] | None = None) -> None:
         policy = CausalLMPolicy(trainer.model.eval(), tokenizer, max_new_tokens=args.max_new_tokens)
         accuracy = evaluate(policy, config.task, args.eval_prompts, sampled=False)["greedy_exact"]
         rewards = trl_history(trainer)["reward"]
-        print(f"TRL GRPOTrainer, {args.model}, {args.algo}: {args.steps} steps in {seconds:.1f} s "
-              f"({seconds / args.steps:.2f} s/step); reward {rewards[0]:.3f} -> {rewards[-1]:.3f}; "
-              f"held-out greedy accuracy {accuracy:.1%} on {args.eval_prompts} prompts")
+        print(
+            f"TRL GRPOTrainer, {args.model}, {args.algo}: {args.steps} steps in {seconds:.1f} s "
+            f"({seconds / args.steps:.2f} s/step); reward {rewards[0]:.3f} -> {rewards[-1]:.3f}; "
+            f"held-out greedy accuracy {accuracy:.1%} on {args.eval_prompts} prompts"
+        )
 
 
 if __name__ == "__main__":

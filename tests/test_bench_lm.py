@@ -12,8 +12,13 @@ def test_bench_lm_quick_reports_both_models_and_saves_a_record(tmp_path, monkeyp
     monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
     assert main(["bench", "--lm", "--quick", "--seeds", "1", "--save"]) == 0
     out = capsys.readouterr().out
-    for line in ("1. Tiny model", "2. SmolLM2-135M-Instruct", "unseen answers", "4 numbers (never trained on)",
-                 "Summary"):
+    for line in (
+        "1. Tiny model",
+        "2. SmolLM2-135M-Instruct",
+        "unseen answers",
+        "4 numbers (never trained on)",
+        "Summary",
+    ):
         assert line in out, f"{line!r} missing from:\n{out}"
     figures = load("bench_lm")["figures"]
     for model in ("tiny", "smollm2"):

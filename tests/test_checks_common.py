@@ -82,17 +82,21 @@ def deltas_without(*missing: str, hint: str = "divide by the std"):
         if mode in missing:
             raise NotImplementedError(hint)
         return minirl.compute_deltas(rewards, mode)
+
     return compute_deltas
 
 
 def test_multi_mode_says_which_modes_pass_and_which_remain(capsys):
     ok, line = run(checks.check_compute_deltas, deltas_without("normalized_rewards"), capsys)
-    assert ok is False and line.startswith("○ compute_deltas: 'rewards', 'centered_rewards' already pass; "
-                                           "'normalized_rewards' not implemented yet (hint: divide by the std)")
+    assert ok is False and line.startswith(
+        "○ compute_deltas: 'rewards', 'centered_rewards' already pass; "
+        "'normalized_rewards' not implemented yet (hint: divide by the std)"
+    )
     ok, line = run(checks.check_compute_deltas, deltas_without("centered_rewards", "normalized_rewards"), capsys)
     assert "'rewards' already passes; 'centered_rewards', 'normalized_rewards' not implemented yet" in line
-    ok, line = run(checks.check_compute_deltas, deltas_without("rewards", "centered_rewards", "normalized_rewards"),
-                   capsys)
+    ok, line = run(
+        checks.check_compute_deltas, deltas_without("rewards", "centered_rewards", "normalized_rewards"), capsys
+    )
     assert line.startswith("○ compute_deltas: not implemented yet (hint: divide by the std)"), line
 
 
@@ -109,10 +113,14 @@ def test_multi_mode_a_wrong_mode_beats_a_missing_one(capsys):
     caught(checks.check_compute_loss, compute_loss, capsys, "naive", "wrong sign")
 
 
-@pytest.mark.parametrize("check, modes, missing", [
-    (checks.check_compute_loss, ("naive", "unclipped"), "clipped"),
-    (checks.check_kl_estimate, ("k1", "k2"), "k3"),
-], ids=["compute_loss", "kl_estimate"])
+@pytest.mark.parametrize(
+    "check, modes, missing",
+    [
+        (checks.check_compute_loss, ("naive", "unclipped"), "clipped"),
+        (checks.check_kl_estimate, ("k1", "k2"), "k3"),
+    ],
+    ids=["compute_loss", "kl_estimate"],
+)
 def test_multi_mode_partial_for_other_exercises(check, modes, missing, capsys):
     reference = REFERENCES[check]
 
@@ -128,6 +136,7 @@ def test_multi_mode_partial_for_other_exercises(check, modes, missing, capsys):
 
 def test_a_stub_with_a_hint_per_mode_echoes_the_first_pending_modes_hint(capsys):
     """Notebook 04's stub: one hint for 'naive', another for both ratio modes; the line ends with the first."""
+
     def compute_loss(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2):
         if mode == "naive":
             raise NotImplementedError("−mean(Δ · log π); deltas[..., None] spreads Δ over the positions")
@@ -135,8 +144,10 @@ def test_a_stub_with_a_hint_per_mode_echoes_the_first_pending_modes_hint(capsys)
 
     ok, line = run(checks.check_compute_loss, compute_loss, capsys)
     assert ok is False
-    assert line.startswith("○ compute_loss: not implemented yet (hint for 'naive': −mean(Δ · log π); "
-                           "deltas[..., None] spreads Δ over the positions) — fill in the exercise above"), line
+    assert line.startswith(
+        "○ compute_loss: not implemented yet (hint for 'naive': −mean(Δ · log π); "
+        "deltas[..., None] spreads Δ over the positions) — fill in the exercise above"
+    ), line
 
     def naive_done(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2):
         if mode == "naive":
@@ -146,11 +157,14 @@ def test_a_stub_with_a_hint_per_mode_echoes_the_first_pending_modes_hint(capsys)
         raise NotImplementedError("then clip")
 
     ok, line = run(checks.check_compute_loss, naive_done, capsys)
-    assert "'naive' already passes; 'unclipped', 'clipped' not implemented yet (hint for 'unclipped': the ratio " \
-           "first)" in line, line
+    assert (
+        "'naive' already passes; 'unclipped', 'clipped' not implemented yet (hint for 'unclipped': the ratio "
+        "first)" in line
+    ), line
 
 
 # ---- the tolerance rule (minirl.checks._core: tensors_close, numbers_close) ------------------------------
+
 
 def test_tolerance_is_relative_to_the_scale_of_the_values():
     # float32 noise on a value that should be 0, computed from inputs of order 1: a few ulps of 1, not of 0
@@ -184,8 +198,9 @@ def test_tolerance_covers_float32_reduction_orders():
     assert not tensors_close(terms.sum() - terms[0], exact, scale=float(terms.abs().max()))  # one term left out
 
 
-@pytest.mark.parametrize("check", [c for c in ALL_CHECKS if c is not checks.check_grpo_config_kwargs],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "check", [c for c in ALL_CHECKS if c is not checks.check_grpo_config_kwargs], ids=lambda c: c.__name__
+)
 def test_a_correct_function_computed_in_another_order_passes(check, capsys):
     """The reference with every float result moved by 64 float32 ulps of its scale (what another order of the
     same sums, another dtype or thread count can do on the checks' small inputs) still passes."""
@@ -198,8 +213,9 @@ def test_a_correct_function_computed_in_another_order_passes(check, capsys):
     assert ok is True, line
 
 
-@pytest.mark.parametrize("check", [c for c in ALL_CHECKS if c is not checks.check_grpo_config_kwargs],
-                         ids=lambda c: c.__name__)
+@pytest.mark.parametrize(
+    "check", [c for c in ALL_CHECKS if c is not checks.check_grpo_config_kwargs], ids=lambda c: c.__name__
+)
 def test_every_check_passes_on_one_thread_and_on_several(check, capsys):
     threads = torch.get_num_threads()
     try:
@@ -228,9 +244,9 @@ def reinforce_masked_fill(log_probs, advantages, mask):
 
 
 def forward_matmul(embedding, encode_weights, decode_weights, prompts):
-    embedded = embedding[prompts]                                               # [batch, pos, dim]
-    h = (embedded.unsqueeze(-2) @ encode_weights).squeeze(-2).sum(1)           # [batch, dim]
-    decoded = torch.stack([h @ w for w in decode_weights], dim=1)              # [batch, pos, dim]
+    embedded = embedding[prompts]  # [batch, pos, dim]
+    h = (embedded.unsqueeze(-2) @ encode_weights).squeeze(-2).sum(1)  # [batch, dim]
+    decoded = torch.stack([h @ w for w in decode_weights], dim=1)  # [batch, pos, dim]
     return decoded @ embedding.T
 
 
@@ -240,16 +256,20 @@ def compute_loss_sum_over_numel(log_probs, deltas, mode, old_log_probs=None, eps
         per_token = log_probs * d
     else:
         ratio = (log_probs.double() - old_log_probs.double()).exp()  # in float64, cast back at the end
-        per_token = torch.minimum(ratio * d, ratio.clamp(1 - epsilon, 1 + epsilon) * d) if mode == "clipped" else \
-            ratio * d
+        per_token = (
+            torch.minimum(ratio * d, ratio.clamp(1 - epsilon, 1 + epsilon) * d) if mode == "clipped" else ratio * d
+        )
     return (-per_token.sum() / per_token.numel()).to(log_probs.dtype)
 
 
 def dpo_regrouped(policy_chosen_logps, policy_rejected_logps, ref_chosen_logps, ref_rejected_logps, beta):
     """The margin as (π_w − π_l) − (ref_w − ref_l) instead of (π_w − ref_w) − (π_l − ref_l)."""
     margin = beta * ((policy_chosen_logps - policy_rejected_logps) - (ref_chosen_logps - ref_rejected_logps))
-    return (-F.logsigmoid(margin).mean(), beta * (policy_chosen_logps - ref_chosen_logps).detach(),
-            beta * (policy_rejected_logps - ref_rejected_logps).detach())
+    return (
+        -F.logsigmoid(margin).mean(),
+        beta * (policy_chosen_logps - ref_chosen_logps).detach(),
+        beta * (policy_rejected_logps - ref_rejected_logps).detach(),
+    )
 
 
 def bellman_float32(maze, policy, values_next):
@@ -278,15 +298,19 @@ def gae_forward_weights(rewards, values, next_values, dones, gamma, lam):
     return out.to(rewards.dtype)
 
 
-@pytest.mark.parametrize("check, fn", [
-    (checks.check_aggregate, aggregate_divide_then_sum),
-    (checks.check_reinforce_loss, reinforce_masked_fill),
-    (checks.check_forward, forward_matmul),
-    (checks.check_compute_loss, compute_loss_sum_over_numel),
-    (checks.check_dpo_loss, dpo_regrouped),
-    (checks.check_bellman_backup, bellman_float32),
-    (checks.check_compute_gae, gae_forward_weights),
-], ids=["aggregate", "reinforce_loss", "forward", "compute_loss", "dpo_loss", "bellman_backup", "compute_gae"])
+@pytest.mark.parametrize(
+    "check, fn",
+    [
+        (checks.check_aggregate, aggregate_divide_then_sum),
+        (checks.check_reinforce_loss, reinforce_masked_fill),
+        (checks.check_forward, forward_matmul),
+        (checks.check_compute_loss, compute_loss_sum_over_numel),
+        (checks.check_dpo_loss, dpo_regrouped),
+        (checks.check_bellman_backup, bellman_float32),
+        (checks.check_compute_gae, gae_forward_weights),
+    ],
+    ids=["aggregate", "reinforce_loss", "forward", "compute_loss", "dpo_loss", "bellman_backup", "compute_gae"],
+)
 def test_correct_implementations_in_another_order_pass(check, fn, capsys):
     ok, line = run(check, fn, capsys)
     assert ok is True, line
@@ -294,6 +318,7 @@ def test_correct_implementations_in_another_order_pass(check, fn, capsys):
 
 def test_the_tolerance_still_rejects_a_result_off_by_a_thousandth(capsys):
     """Tight enough: the reference's loss moved by 1e-3 of its scale fails, with the numbers."""
+
     def off(*args, **kwargs):
         loss, chosen, rejected = minirl.dpo_loss(*args, **kwargs)
         return loss + 1e-3 * max(1.0, abs(float(loss.detach()))), chosen, rejected

@@ -41,10 +41,14 @@ def test_checks_never_modify_global_rng(capsys):
 
 # ---- the machinery --------------------------------------------------------------------------------
 
+
 def test_shape_message():
     c = Check("compute_log_probs")
-    with pytest.raises(CheckFailure, match=r"^log_probs: expected shape \[batch, trial, pos\] = \[2, 4, 3\], "
-                                           r"got \[2, 3\] — keep the trial axis$"):
+    with pytest.raises(
+        CheckFailure,
+        match=r"^log_probs: expected shape \[batch, trial, pos\] = \[2, 4, 3\], "
+        r"got \[2, 3\] — keep the trial axis$",
+    ):
         c.shape(torch.zeros(2, 3), [2, 4, 3], "batch, trial, pos", "log_probs", {(2, 3): "keep the trial axis"})
     assert c.shape(torch.zeros(2, 4, 3), [2, 4, 3], "batch, trial, pos", "log_probs") is not None
     assert c.passed == 3  # is-a-tensor twice, right shape once
@@ -55,8 +59,9 @@ def test_close_message_shows_expected_and_got():
     with pytest.raises(CheckFailure, match=r"deltas: expected \[\[1\.0, 0\.3333\]\], got \[\[1\.0, 0\.5\]\]"):
         c.close(torch.tensor([[1.0, 0.5]]), torch.tensor([[1.0, 1 / 3]]), "deltas")
     with pytest.raises(CheckFailure, match="deltas: wrong sign"):
-        c.close(torch.tensor([-1.0, -2.0]), torch.tensor([1.0, 2.0]), "deltas", [(torch.tensor([-1.0, -2.0]),
-                                                                                "wrong sign")])
+        c.close(
+            torch.tensor([-1.0, -2.0]), torch.tensor([1.0, 2.0]), "deltas", [(torch.tensor([-1.0, -2.0]), "wrong sign")]
+        )
     with pytest.raises(CheckFailure, match=r"wrong values at \[1, 2\]: expected 0\.0, got 5\.0"):
         big = torch.zeros(4, 5)
         c.close(big.clone().index_put_((torch.tensor(1), torch.tensor(2)), torch.tensor(5.0)), big, "x")
@@ -85,15 +90,20 @@ def test_package_exports_every_check():
 
 # ---- sort_distance_reward ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (lambda p, r: float(sum(a == b for a, b in zip(r, p))), ["prompt itself", "sorted(prompt)"]),
-    (lambda p, r: float(sum(a == b for a, b in zip(r, sorted(p, reverse=True)))), ["decreasing"]),
-    (lambda p, r: float(sum(v in sorted(p) for v in r)), ["anywhere", "response[i] == sorted(prompt)[i]"]),
-    (lambda p, r: float(sum(a != b for a, b in zip(r, sorted(p)))), ["differ"]),
-    (lambda p, r: sum(a == b for a, b in zip(r, sorted(p))) / len(p), ["fraction"]),
-    (lambda p, r: float(sum(a == b for a, b in zip(r[1:], sorted(p)[1:]))), ["prompt [3, 1, 2]", "expected 3"]),
-    (lambda p, r: str(sum(a == b for a, b in zip(r, sorted(p)))), ["expected a number"]),
-], ids=["vs-prompt", "descending", "membership", "mismatches", "fraction", "off-by-one", "string"])
+
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (lambda p, r: float(sum(a == b for a, b in zip(r, p))), ["prompt itself", "sorted(prompt)"]),
+        (lambda p, r: float(sum(a == b for a, b in zip(r, sorted(p, reverse=True)))), ["decreasing"]),
+        (lambda p, r: float(sum(v in sorted(p) for v in r)), ["anywhere", "response[i] == sorted(prompt)[i]"]),
+        (lambda p, r: float(sum(a != b for a, b in zip(r, sorted(p)))), ["differ"]),
+        (lambda p, r: sum(a == b for a, b in zip(r, sorted(p))) / len(p), ["fraction"]),
+        (lambda p, r: float(sum(a == b for a, b in zip(r[1:], sorted(p)[1:]))), ["prompt [3, 1, 2]", "expected 3"]),
+        (lambda p, r: str(sum(a == b for a, b in zip(r, sorted(p)))), ["expected a number"]),
+    ],
+    ids=["vs-prompt", "descending", "membership", "mismatches", "fraction", "off-by-one", "string"],
+)
 def test_sort_distance_mistakes(wrong, keywords, capsys):
     caught(check_sort_distance_reward, wrong, capsys, *keywords)
 
@@ -112,26 +122,36 @@ def test_sort_distance_int_result_is_fine(capsys):
 
 # ---- sort_inclusion_ordering_reward ---------------------------------------------------------------
 
+
 def _order(r):
     return sum(a <= b for a, b in zip(r, r[1:]))
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (lambda p, r: float(sum(x in r for x in set(p)) + _order(r)), ["duplicates included", "set(prompt)"]),
-    (lambda p, r: float(sum(y in p for y in r) + _order(r)), ["response items found in the prompt"]),
-    (lambda p, r: float(sum(x in r for x in p) + sum(a < b for a, b in zip(r, r[1:]))), ["a <= b", "equal"]),
-    (lambda p, r: float(sum(x in r for x in p) + sum(a >= b for a, b in zip(r, r[1:]))), ["not decreasing"]),
-    (lambda p, r: float(sum(x in r for x in p) + sum(r[i] <= r[j] for i in range(len(r))
-                                                     for j in range(i + 1, len(r)))), ["adjacent pairs only"]),
-    (lambda p, r: float(sum(x in r for x in p)), ["forgot the ordering"]),
-    (lambda p, r: float(_order(r)), ["forgot the inclusion"]),
-    (lambda p, r: float(sum(x in r for x in p) + _order(r) + 1), ["expected 5", "inclusion 3 + ordering 2"]),
-], ids=["set", "direction", "strict", "decreasing", "all-pairs", "no-ordering", "no-inclusion", "off-by-one"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (lambda p, r: float(sum(x in r for x in set(p)) + _order(r)), ["duplicates included", "set(prompt)"]),
+        (lambda p, r: float(sum(y in p for y in r) + _order(r)), ["response items found in the prompt"]),
+        (lambda p, r: float(sum(x in r for x in p) + sum(a < b for a, b in zip(r, r[1:]))), ["a <= b", "equal"]),
+        (lambda p, r: float(sum(x in r for x in p) + sum(a >= b for a, b in zip(r, r[1:]))), ["not decreasing"]),
+        (
+            lambda p, r: float(
+                sum(x in r for x in p) + sum(r[i] <= r[j] for i in range(len(r)) for j in range(i + 1, len(r)))
+            ),
+            ["adjacent pairs only"],
+        ),
+        (lambda p, r: float(sum(x in r for x in p)), ["forgot the ordering"]),
+        (lambda p, r: float(_order(r)), ["forgot the inclusion"]),
+        (lambda p, r: float(sum(x in r for x in p) + _order(r) + 1), ["expected 5", "inclusion 3 + ordering 2"]),
+    ],
+    ids=["set", "direction", "strict", "decreasing", "all-pairs", "no-ordering", "no-inclusion", "off-by-one"],
+)
 def test_inclusion_ordering_mistakes(wrong, keywords, capsys):
     caught(check_sort_inclusion_ordering_reward, wrong, capsys, *keywords)
 
 
 # ---- tiny forward ------------------------------------------------------------------------------------
+
 
 def _encode(emb, enc, prompts, pattern="batch pos d_in, pos d_in d_out -> batch d_out"):
     return einsum(emb[prompts], enc, pattern)
@@ -184,17 +204,20 @@ def fwd_bad_pattern(emb, enc, dec, prompts):
     return einsum(emb[prompts], enc, "batch pos d_in, d_in d_out -> batch d_out")
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (fwd_untied, ["expected shape [batch, pos, vocab] = [2, 4, 5], got [2, 4, 6]", "tied output embedding"]),
-    (fwd_softmax, ["probabilities", "without softmax"]),
-    (fwd_log_softmax, ["log-probabilities", "log_softmax"]),
-    (fwd_enc_transposed, ["encoder", "wrong axis of encode_weights"]),
-    (fwd_dec_transposed, ["decoder", "wrong axis of decode_weights"]),
-    (fwd_mean, ["SUMS"]),
-    (fwd_shared_encoder, ["own matrix encode_weights[i]"]),
-    (fwd_detached, ["no gradient"]),
-    (fwd_bad_pattern, ["raised", "einsum"]),
-])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (fwd_untied, ["expected shape [batch, pos, vocab] = [2, 4, 5], got [2, 4, 6]", "tied output embedding"]),
+        (fwd_softmax, ["probabilities", "without softmax"]),
+        (fwd_log_softmax, ["log-probabilities", "log_softmax"]),
+        (fwd_enc_transposed, ["encoder", "wrong axis of encode_weights"]),
+        (fwd_dec_transposed, ["decoder", "wrong axis of decode_weights"]),
+        (fwd_mean, ["SUMS"]),
+        (fwd_shared_encoder, ["own matrix encode_weights[i]"]),
+        (fwd_detached, ["no gradient"]),
+        (fwd_bad_pattern, ["raised", "einsum"]),
+    ],
+)
 def test_tiny_forward_mistakes(wrong, keywords, capsys):
     caught(check_forward, wrong, capsys, *keywords)
 
@@ -202,11 +225,13 @@ def test_tiny_forward_mistakes(wrong, keywords, capsys):
 def test_tiny_forward_reference_equals_model():
     model = minirl.TinyEncoderDecoder(6, 5, 4, 3, generator=torch.Generator().manual_seed(0))
     prompts = torch.randint(0, 6, (7, 4))
-    torch.testing.assert_close(tiny_forward(model.embedding, model.encode_weights, model.decode_weights, prompts),
-                               model(prompts))
+    torch.testing.assert_close(
+        tiny_forward(model.embedding, model.encode_weights, model.decode_weights, prompts), model(prompts)
+    )
 
 
 # ---- compute_log_probs ------------------------------------------------------------------------------
+
 
 def _pick(table, responses):
     table = repeat(table, "batch pos vocab -> batch trial pos vocab", trial=responses.shape[1])
@@ -255,18 +280,21 @@ def lp_negated(prompts, responses, model):
     return -minirl.compute_log_probs(prompts, responses, model)
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (lp_probs, ["probabilities, not log-probabilities"]),
-    (lp_logits, ["raw logits", "log_softmax"]),
-    (lp_wrong_softmax_axis, ["wrong axis", "vocab axis"]),
-    (lp_gather_wrong_axis, ["raised RuntimeError", "vocab axis (dim=-1)"]),
-    (lp_no_repeat, ["raised RuntimeError", "repeat", "trial"]),
-    (lp_first_trial_only, ["expected shape [batch, trial, pos] = [2, 3, 4], got [2, 4]", "keep the trial axis"]),
-    (lp_prompt_tokens, ["PROMPT tokens"]),
-    (lp_summed, ["per TOKEN"]),
-    (lp_no_grad, ["no gradient"]),
-    (lp_negated, ["sign"]),
-])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (lp_probs, ["probabilities, not log-probabilities"]),
+        (lp_logits, ["raw logits", "log_softmax"]),
+        (lp_wrong_softmax_axis, ["wrong axis", "vocab axis"]),
+        (lp_gather_wrong_axis, ["raised RuntimeError", "vocab axis (dim=-1)"]),
+        (lp_no_repeat, ["raised RuntimeError", "repeat", "trial"]),
+        (lp_first_trial_only, ["expected shape [batch, trial, pos] = [2, 3, 4], got [2, 4]", "keep the trial axis"]),
+        (lp_prompt_tokens, ["PROMPT tokens"]),
+        (lp_summed, ["per TOKEN"]),
+        (lp_no_grad, ["no gradient"]),
+        (lp_negated, ["sign"]),
+    ],
+)
 def test_compute_log_probs_mistakes(wrong, keywords, capsys):
     caught(check_compute_log_probs, wrong, capsys, *keywords)
 
@@ -278,8 +306,10 @@ def test_log_probs_via_log_of_softmax_is_accepted(capsys):
 
 # ---- compute_deltas ---------------------------------------------------------------------------------
 
+
 def deltas_with(center, scale=None, eps=1e-6):
     """A compute_deltas built from a centring and a scaling rule (to write mistakes in one line)."""
+
     def compute_deltas(rewards, mode):
         if mode == "rewards":
             return rewards
@@ -287,6 +317,7 @@ def deltas_with(center, scale=None, eps=1e-6):
         if mode == "centered_rewards":
             return centered
         return centered / (scale(rewards) + eps) if eps is not None else centered / scale(rewards)
+
     return compute_deltas
 
 
@@ -305,22 +336,39 @@ def deltas_rewards_mode_centred(rewards, mode):
     return minirl.compute_deltas(rewards, "centered_rewards" if mode == "rewards" else mode)
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (deltas_with(lambda r: r, GROUP_STD), ["centred rewards should sum to 0", "group mean"]),
-    (deltas_with(lambda r: r - r.mean(dim=0, keepdim=True), GROUP_STD), ["mean over the batch (dim=0)"]),
-    (deltas_with(lambda r: r - r.mean(), GROUP_STD), ["mean of the whole batch"]),
-    (deltas_with(lambda r: r - r.mean(dim=1), GROUP_STD), ["raised RuntimeError", "keepdim=True"]),
-    (deltas_with(GROUP_MEAN, lambda r: r.std(dim=0, keepdim=True)), ["std over the wrong axis", "dim=1"]),
-    (deltas_with(GROUP_MEAN, lambda r: r.std()), ["std of the whole batch"]),
-    (deltas_with(GROUP_MEAN, GROUP_STD, eps=None), ["all equal must give zeros, got nan", "epsilon"]),
-    (deltas_with(GROUP_MEAN, lambda r: r.std(dim=1, keepdim=True, unbiased=False)), ["population std", "unbiased"]),
-    (deltas_with(GROUP_MEAN, lambda r: r.var(dim=1, keepdim=True)), ["variance"]),
-    (deltas_with(GROUP_MEAN, lambda r: torch.ones_like(r[:, :1]), eps=0.0), ["also divide by (std + eps)"]),
-    (deltas_with(GROUP_MEAN, GROUP_STD, eps=0.5), ["normalized_rewards", "big ε ≈ 0.5", "keep it small"]),
-    (deltas_in_place, ["in place"]),
-    (deltas_rewards_mode_centred, ["unchanged"]),
-], ids=["no-centring", "batch-mean", "global-mean", "no-keepdim", "batch-std", "global-std", "no-eps",
-        "population-std", "variance", "no-scaling", "big-eps", "in-place", "rewards-mode"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (deltas_with(lambda r: r, GROUP_STD), ["centred rewards should sum to 0", "group mean"]),
+        (deltas_with(lambda r: r - r.mean(dim=0, keepdim=True), GROUP_STD), ["mean over the batch (dim=0)"]),
+        (deltas_with(lambda r: r - r.mean(), GROUP_STD), ["mean of the whole batch"]),
+        (deltas_with(lambda r: r - r.mean(dim=1), GROUP_STD), ["raised RuntimeError", "keepdim=True"]),
+        (deltas_with(GROUP_MEAN, lambda r: r.std(dim=0, keepdim=True)), ["std over the wrong axis", "dim=1"]),
+        (deltas_with(GROUP_MEAN, lambda r: r.std()), ["std of the whole batch"]),
+        (deltas_with(GROUP_MEAN, GROUP_STD, eps=None), ["all equal must give zeros, got nan", "epsilon"]),
+        (deltas_with(GROUP_MEAN, lambda r: r.std(dim=1, keepdim=True, unbiased=False)), ["population std", "unbiased"]),
+        (deltas_with(GROUP_MEAN, lambda r: r.var(dim=1, keepdim=True)), ["variance"]),
+        (deltas_with(GROUP_MEAN, lambda r: torch.ones_like(r[:, :1]), eps=0.0), ["also divide by (std + eps)"]),
+        (deltas_with(GROUP_MEAN, GROUP_STD, eps=0.5), ["normalized_rewards", "big ε ≈ 0.5", "keep it small"]),
+        (deltas_in_place, ["in place"]),
+        (deltas_rewards_mode_centred, ["unchanged"]),
+    ],
+    ids=[
+        "no-centring",
+        "batch-mean",
+        "global-mean",
+        "no-keepdim",
+        "batch-std",
+        "global-std",
+        "no-eps",
+        "population-std",
+        "variance",
+        "no-scaling",
+        "big-eps",
+        "in-place",
+        "rewards-mode",
+    ],
+)
 def test_compute_deltas_mistakes(wrong, keywords, capsys):
     caught(check_compute_deltas, wrong, capsys, *keywords)
 
@@ -332,6 +380,7 @@ def test_compute_deltas_no_centring_message_quotes_the_sums(capsys):
 
 def test_compute_deltas_keepdim_forgotten_on_square_batch(capsys):
     """On a square batch a forgotten keepdim does not raise; the check still names it."""
+
     def square_only(rewards, mode):
         if rewards.shape[0] != rewards.shape[1]:
             return minirl.compute_deltas(rewards, mode)
@@ -348,22 +397,32 @@ def test_compute_deltas_small_epsilons_and_sqrt_form_accepted(capsys):
 
 # ---- compute_loss -------------------------------------------------------------------------------------
 
+
 def loss_with(*, sign=-1.0, ratio="exp", combine="min", expand=True, reducer="mean", fixed_eps=None):
     """A compute_loss with one knob turned (the knobs mirror the usual mistakes)."""
+
     def compute_loss(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2):
         eps = fixed_eps if fixed_eps is not None else epsilon
         d = deltas[..., None] if expand else deltas
         if mode == "naive":
             per_token = log_probs * d
         else:
-            rho = {"exp": lambda: torch.exp(log_probs - old_log_probs), "quotient": lambda: log_probs / old_log_probs,
-                   "log": lambda: log_probs - old_log_probs}[ratio]()
+            rho = {
+                "exp": lambda: torch.exp(log_probs - old_log_probs),
+                "quotient": lambda: log_probs / old_log_probs,
+                "log": lambda: log_probs - old_log_probs,
+            }[ratio]()
             clipped = rho.clamp(1 - eps, 1 + eps) * d
             per_token = rho * d
             if mode == "clipped":
-                per_token = {"min": torch.minimum(per_token, clipped), "max": torch.maximum(per_token, clipped),
-                             "clip_only": clipped, "none": per_token}[combine]
+                per_token = {
+                    "min": torch.minimum(per_token, clipped),
+                    "max": torch.maximum(per_token, clipped),
+                    "clip_only": clipped,
+                    "none": per_token,
+                }[combine]
         return sign * {"mean": per_token.mean, "sum": per_token.sum}[reducer]()
+
     return compute_loss
 
 
@@ -375,20 +434,35 @@ def loss_per_token(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2):
     return -(log_probs * deltas[..., None])
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (loss_with(sign=1.0), ["wrong sign", "NEGATIVE"]),
-    (loss_with(reducer="sum"), ["you summed", "mean"]),
-    (loss_with(expand=False), ["deltas[..., None]"]),
-    (loss_with(ratio="quotient"), ["mode 'unclipped'", "exp(log π − log π_old)", "quotient"]),
-    (loss_with(ratio="log"), ["forgot the exp"]),
-    (loss_with(combine="clip_only"), ["mode 'clipped'", "min of the unclipped and the clipped"]),
-    (loss_with(combine="max"), ["use min, not max"]),
-    (loss_with(combine="none"), ["did not clip"]),
-    (loss_with(fixed_eps=0.2), ["epsilon=0.3", "ignores the epsilon"]),
-    (loss_item, ["torch.Tensor", "float", ".item()"]),
-    (loss_per_token, ["single number", "per-token"]),
-], ids=["sign", "sum", "no-expand", "quotient", "no-exp", "clip-only", "max", "no-clip", "eps-ignored", "item",
-        "per-token"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (loss_with(sign=1.0), ["wrong sign", "NEGATIVE"]),
+        (loss_with(reducer="sum"), ["you summed", "mean"]),
+        (loss_with(expand=False), ["deltas[..., None]"]),
+        (loss_with(ratio="quotient"), ["mode 'unclipped'", "exp(log π − log π_old)", "quotient"]),
+        (loss_with(ratio="log"), ["forgot the exp"]),
+        (loss_with(combine="clip_only"), ["mode 'clipped'", "min of the unclipped and the clipped"]),
+        (loss_with(combine="max"), ["use min, not max"]),
+        (loss_with(combine="none"), ["did not clip"]),
+        (loss_with(fixed_eps=0.2), ["epsilon=0.3", "ignores the epsilon"]),
+        (loss_item, ["torch.Tensor", "float", ".item()"]),
+        (loss_per_token, ["single number", "per-token"]),
+    ],
+    ids=[
+        "sign",
+        "sum",
+        "no-expand",
+        "quotient",
+        "no-exp",
+        "clip-only",
+        "max",
+        "no-clip",
+        "eps-ignored",
+        "item",
+        "per-token",
+    ],
+)
 def test_compute_loss_mistakes(wrong, keywords, capsys):
     caught(check_compute_loss, wrong, capsys, *keywords)
 
@@ -430,6 +504,7 @@ def test_hand_constants_match_the_references():
 
 # ---- leave-one-out centring and the sign, named (issue 11) -------------------------------------------
 
+
 def deltas_leave_one_out(rewards, mode):
     if mode == "rewards":
         return rewards
@@ -446,11 +521,15 @@ def deltas_mean_minus_r(rewards, mode):
     return -minirl.compute_deltas(rewards, mode) if mode != "rewards" else rewards
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (deltas_leave_one_out, ["centered_rewards", "leave-one-out", "OTHER responses"]),
-    (deltas_loo_normalized_only, ["normalized_rewards", "leave-one-out"]),
-    (deltas_mean_minus_r, ["wrong sign", "mean − r"]),
-], ids=["leave-one-out", "leave-one-out-normalized", "sign"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (deltas_leave_one_out, ["centered_rewards", "leave-one-out", "OTHER responses"]),
+        (deltas_loo_normalized_only, ["normalized_rewards", "leave-one-out"]),
+        (deltas_mean_minus_r, ["wrong sign", "mean − r"]),
+    ],
+    ids=["leave-one-out", "leave-one-out-normalized", "sign"],
+)
 def test_compute_deltas_named_centring_mistakes(wrong, keywords, capsys):
     caught(check_compute_deltas, wrong, capsys, *keywords)
 
@@ -464,24 +543,48 @@ def test_compute_deltas_failure_quotes_the_hand_worked_rewards(capsys):
 
 # ---- more named mistakes (issue 19): each wrong answer gets a message that names it --------------------------
 
+
 def _matches(p, r):
     return sum(a == b for a, b in zip(r, sorted(p)))
 
 
-@pytest.mark.parametrize("check, wrong, keywords", [
-    (check_sort_distance_reward, lambda p, r: -float(sum(a != b for a, b in zip(r, sorted(p)))),
-     ["minus the number of positions that differ", "MATCH"]),
-    (check_sort_distance_reward, lambda p, r: float(sum(a == b for a, b in zip(sorted(r), sorted(p)))),
-     ["sorted the response too", "as it was written"]),
-    (check_sort_distance_reward, lambda p, r: float(len(p)) if list(r) == sorted(p) else 0.0,
-     ["all or nothing", "partial credit"]),
-    (check_sort_inclusion_ordering_reward,
-     lambda p, r: float(sum((Counter(p) & Counter(r)).values()) + _order(r)),
-     ["prompt [4, 4], response [4, 0] has inclusion 2", "Counter intersection"]),
-    (check_sort_inclusion_ordering_reward, lambda p, r: float(sum(x in r for x in p) + _order(p)),
-     ["ordered adjacent pairs of the PROMPT", "RESPONSE"]),
-], ids=["distance-negative", "distance-sorted-response", "distance-all-or-nothing", "inclusion-multiset",
-        "ordering-of-prompt"])
+@pytest.mark.parametrize(
+    "check, wrong, keywords",
+    [
+        (
+            check_sort_distance_reward,
+            lambda p, r: -float(sum(a != b for a, b in zip(r, sorted(p)))),
+            ["minus the number of positions that differ", "MATCH"],
+        ),
+        (
+            check_sort_distance_reward,
+            lambda p, r: float(sum(a == b for a, b in zip(sorted(r), sorted(p)))),
+            ["sorted the response too", "as it was written"],
+        ),
+        (
+            check_sort_distance_reward,
+            lambda p, r: float(len(p)) if list(r) == sorted(p) else 0.0,
+            ["all or nothing", "partial credit"],
+        ),
+        (
+            check_sort_inclusion_ordering_reward,
+            lambda p, r: float(sum((Counter(p) & Counter(r)).values()) + _order(r)),
+            ["prompt [4, 4], response [4, 0] has inclusion 2", "Counter intersection"],
+        ),
+        (
+            check_sort_inclusion_ordering_reward,
+            lambda p, r: float(sum(x in r for x in p) + _order(p)),
+            ["ordered adjacent pairs of the PROMPT", "RESPONSE"],
+        ),
+    ],
+    ids=[
+        "distance-negative",
+        "distance-sorted-response",
+        "distance-all-or-nothing",
+        "inclusion-multiset",
+        "ordering-of-prompt",
+    ],
+)
 def test_more_reward_mistakes(check, wrong, keywords, capsys):
     caught(check, wrong, capsys, *keywords)
 
@@ -497,6 +600,7 @@ def test_the_multiset_case_separates_set_from_counter():
 def fwd_activation(act):
     def forward(emb, enc, dec, prompts):
         return _tied(_decode(act(_encode(emb, enc, prompts)), dec), emb)
+
     return forward
 
 
@@ -513,29 +617,56 @@ def deltas_by_range(rewards, mode):
 
 def clipped_loss(per_token):
     """compute_loss with the 'clipped' mode's per-token term replaced by per_token(ratio, d, eps)."""
+
     def compute_loss(log_probs, deltas, mode, old_log_probs=None, epsilon=0.2):
         if mode != "clipped":
             return minirl.compute_loss(log_probs, deltas, mode, old_log_probs, epsilon)
         return -per_token(torch.exp(log_probs - old_log_probs), deltas[..., None], epsilon).mean()
+
     return compute_loss
 
 
-@pytest.mark.parametrize("check, wrong, keywords", [
-    (check_forward, fwd_activation(torch.relu), ["no nonlinearity", "without relu"]),
-    (check_forward, fwd_activation(torch.tanh), ["no nonlinearity", "without tanh"]),
-    (check_compute_log_probs, lp_batch_axis, ["wrong axis", "not over the batch (dim=0)"]),
-    (check_compute_deltas, deltas_by_range, ["normalized_rewards", "range (max − min)"]),
-    (check_compute_deltas, deltas_with(GROUP_MEAN, GROUP_STD, eps=0.01), ["big ε ≈ 0.01"]),
-    (check_compute_loss, clipped_loss(lambda rho, d, e: torch.minimum(rho * d, rho.clamp(max=1 + e) * d)),
-     ["mode 'clipped'", "only the top", "1 − ε matters too"]),
-    (check_compute_loss, clipped_loss(lambda rho, d, e: torch.minimum(rho * d, rho.clamp(e, 1 + e) * d)),
-     ["mode 'clipped'", "lower bound is 1 − ε, not ε"]),
-    (check_compute_loss, clipped_loss(lambda rho, d, e: torch.minimum(rho * d, (rho * d).clamp(1 - e, 1 + e))),
-     ["clip the RATIO, not the product"]),
-    (check_compute_loss, clipped_loss(lambda rho, d, e: torch.minimum(rho, rho.clamp(1 - e, 1 + e)) * d),
-     ["min of the two PRODUCTS", "not the min of the two ratios"]),
-], ids=["relu", "tanh", "log-softmax-batch-axis", "deltas-range", "deltas-eps-0.01", "clip-upper-only",
-        "clip-lower-eps", "clip-product", "min-of-ratios"])
+@pytest.mark.parametrize(
+    "check, wrong, keywords",
+    [
+        (check_forward, fwd_activation(torch.relu), ["no nonlinearity", "without relu"]),
+        (check_forward, fwd_activation(torch.tanh), ["no nonlinearity", "without tanh"]),
+        (check_compute_log_probs, lp_batch_axis, ["wrong axis", "not over the batch (dim=0)"]),
+        (check_compute_deltas, deltas_by_range, ["normalized_rewards", "range (max − min)"]),
+        (check_compute_deltas, deltas_with(GROUP_MEAN, GROUP_STD, eps=0.01), ["big ε ≈ 0.01"]),
+        (
+            check_compute_loss,
+            clipped_loss(lambda rho, d, e: torch.minimum(rho * d, rho.clamp(max=1 + e) * d)),
+            ["mode 'clipped'", "only the top", "1 − ε matters too"],
+        ),
+        (
+            check_compute_loss,
+            clipped_loss(lambda rho, d, e: torch.minimum(rho * d, rho.clamp(e, 1 + e) * d)),
+            ["mode 'clipped'", "lower bound is 1 − ε, not ε"],
+        ),
+        (
+            check_compute_loss,
+            clipped_loss(lambda rho, d, e: torch.minimum(rho * d, (rho * d).clamp(1 - e, 1 + e))),
+            ["clip the RATIO, not the product"],
+        ),
+        (
+            check_compute_loss,
+            clipped_loss(lambda rho, d, e: torch.minimum(rho, rho.clamp(1 - e, 1 + e)) * d),
+            ["min of the two PRODUCTS", "not the min of the two ratios"],
+        ),
+    ],
+    ids=[
+        "relu",
+        "tanh",
+        "log-softmax-batch-axis",
+        "deltas-range",
+        "deltas-eps-0.01",
+        "clip-upper-only",
+        "clip-lower-eps",
+        "clip-product",
+        "min-of-ratios",
+    ],
+)
 def test_more_ladder_mistakes(check, wrong, keywords, capsys):
     caught(check, wrong, capsys, *keywords)
 

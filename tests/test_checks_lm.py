@@ -62,7 +62,7 @@ def eos_last(tokens, eos):
             if token == eos:
                 end = t
         if end is not None:
-            mask[r, end + 1:] = 0.0
+            mask[r, end + 1 :] = 0.0
     return mask.view(tokens.shape)
 
 
@@ -97,17 +97,21 @@ def eos_in_place(tokens, eos):
     return first_eos_mask(tokens, -1)
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (eos_excluded, ["should include the EOS token itself"]),
-    (eos_last, ["FIRST EOS, not the last"]),
-    (eos_until_second, ["up to the next EOS"]),
-    (eos_only, ["only the EOS tokens"]),
-    (eos_argmax, ["without an EOS", "all 1", "argmax"]),
-    (eos_batch_axis, ["last axis"]),
-    (eos_hard_coded, ["ignores the eos argument"]),
-    (eos_bool, ["float tensor", ".float()"]),
-    (eos_in_place, ["in place"]),
-], ids=["excluded", "last", "until-second", "only-eos", "argmax", "batch-axis", "hard-coded", "bool", "in-place"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (eos_excluded, ["should include the EOS token itself"]),
+        (eos_last, ["FIRST EOS, not the last"]),
+        (eos_until_second, ["up to the next EOS"]),
+        (eos_only, ["only the EOS tokens"]),
+        (eos_argmax, ["without an EOS", "all 1", "argmax"]),
+        (eos_batch_axis, ["last axis"]),
+        (eos_hard_coded, ["ignores the eos argument"]),
+        (eos_bool, ["float tensor", ".float()"]),
+        (eos_in_place, ["in place"]),
+    ],
+    ids=["excluded", "last", "until-second", "only-eos", "argmax", "batch-axis", "hard-coded", "bool", "in-place"],
+)
 def test_first_eos_mask_mistakes(wrong, keywords, capsys):
     caught(check_first_eos_mask, wrong, capsys, *keywords)
 
@@ -122,22 +126,24 @@ def test_first_eos_mask_constants_match_the_reference():
 
 def lp_loop(logits, input_ids, prompt_length):
     """A correct alternative: one position at a time."""
-    columns = [F.log_softmax(logits[:, t - 1], dim=-1).gather(-1, input_ids[:, t:t + 1])
-               for t in range(prompt_length, input_ids.shape[1])]
+    columns = [
+        F.log_softmax(logits[:, t - 1], dim=-1).gather(-1, input_ids[:, t : t + 1])
+        for t in range(prompt_length, input_ids.shape[1])
+    ]
     return torch.cat(columns, dim=1) if columns else logits.new_zeros(logits.shape[0], 0)
 
 
 def lp_logsumexp(logits, input_ids, prompt_length):
     """A correct alternative: the chosen logit minus the log-sum-exp, via negative indices."""
     n = input_ids.shape[1] - prompt_length
-    scoring = logits[:, -n - 1:-1]
+    scoring = logits[:, -n - 1 : -1]
     chosen = scoring.gather(-1, input_ids[:, -n:, None]).squeeze(-1)
     return chosen - scoring.logsumexp(-1)
 
 
 def lp_cross_entropy(logits, input_ids, prompt_length):
     """A correct alternative: minus the per-token cross-entropy."""
-    scoring = logits[:, prompt_length - 1:-1]
+    scoring = logits[:, prompt_length - 1 : -1]
     return -F.cross_entropy(scoring.transpose(1, 2), input_ids[:, prompt_length:], reduction="none")
 
 
@@ -146,8 +152,9 @@ def lp_float64(logits, input_ids, prompt_length):
     return completion_log_probs(logits.double(), input_ids, prompt_length).to(logits.dtype)
 
 
-@pytest.mark.parametrize("fn", [lp_loop, lp_logsumexp, lp_cross_entropy, lp_float64],
-                         ids=["loop", "logsumexp", "cross-entropy", "float64"])
+@pytest.mark.parametrize(
+    "fn", [lp_loop, lp_logsumexp, lp_cross_entropy, lp_float64], ids=["loop", "logsumexp", "cross-entropy", "float64"]
+)
 def test_completion_log_probs_correct_alternatives(fn, capsys):
     ok, line = run(check_completion_log_probs, fn, capsys)
     assert ok, line
@@ -155,34 +162,36 @@ def test_completion_log_probs_correct_alternatives(fn, capsys):
 
 def lp_with(transform=lambda x: F.log_softmax(x, dim=-1), logit_slice=(1, 1), id_slice=(0, None), sign=1.0):
     """log π with one knob turned: logits[:, p - a : -b or None], ids[:, p - c : d]."""
+
     def completion_log_probs_variant(logits, input_ids, prompt_length):
         a, b = logit_slice
-        scoring = transform(logits)[:, prompt_length - a:(-b if b else None)]
+        scoring = transform(logits)[:, prompt_length - a : (-b if b else None)]
         c, d = id_slice
-        targets = input_ids[:, prompt_length - c:d]
+        targets = input_ids[:, prompt_length - c : d]
         return sign * scoring.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
     return completion_log_probs_variant
 
 
 def lp_log_of_softmax(logits, input_ids, prompt_length):
     """Right on moderate logits; −inf where a logit lies 120 below the top one."""
-    probs = logits[:, prompt_length - 1:-1].softmax(-1)
+    probs = logits[:, prompt_length - 1 : -1].softmax(-1)
     return probs.gather(-1, input_ids[:, prompt_length:, None]).squeeze(-1).log()
 
 
 def lp_log_of_clamped_softmax(logits, input_ids, prompt_length):
-    probs = logits[:, prompt_length - 1:-1].softmax(-1).clamp(min=1e-12)
+    probs = logits[:, prompt_length - 1 : -1].softmax(-1).clamp(min=1e-12)
     return probs.gather(-1, input_ids[:, prompt_length:, None]).squeeze(-1).log()
 
 
 def lp_naive_logsumexp(logits, input_ids, prompt_length):
-    scoring = logits[:, prompt_length - 1:-1]
+    scoring = logits[:, prompt_length - 1 : -1]
     chosen = scoring.gather(-1, input_ids[:, prompt_length:, None]).squeeze(-1)
     return chosen - scoring.exp().sum(-1).log()
 
 
 def lp_no_gather(logits, input_ids, prompt_length):
-    return F.log_softmax(logits[:, prompt_length - 1:-1], dim=-1)
+    return F.log_softmax(logits[:, prompt_length - 1 : -1], dim=-1)
 
 
 def lp_all_positions(logits, input_ids, prompt_length):
@@ -199,24 +208,44 @@ def lp_in_place(logits, input_ids, prompt_length):
     return completion_log_probs(logits, input_ids, prompt_length)
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (lp_with(logit_slice=(0, 0)), ["did you forget the shift"]),
-    (lp_with(id_slice=(1, -1)), ["shifted the token ids along with the logits"]),
-    (lp_with(transform=lambda x: x.softmax(-1)), ["log_softmax, not softmax"]),
-    (lp_with(transform=lambda x: x), ["raw logits"]),
-    (lp_with(transform=lambda x: F.log_softmax(x, dim=1)), ["wrong axis"]),
-    (lp_with(sign=-1.0), ["wrong sign"]),
-    (lp_with(logit_slice=(0, 1), id_slice=(-1, None)), ["one position short"]),
-    (lp_no_gather, ["gather the log-prob of the token"]),
-    (lp_all_positions, ["only the completion's positions"]),
-    (lp_detached, ["no gradient"]),
-    (lp_in_place, ["in place"]),
-    (lp_log_of_softmax, ["peaked logits", "got [[-inf",
-                         "use log_softmax: log(softmax(x)) underflows for peaked logits"]),
-    (lp_log_of_clamped_softmax, ["peaked logits", "got [[-27.63", "underflows", "a clamp"]),
-    (lp_naive_logsumexp, ["peaked logits", "exp overflows", "log(exp(logits).sum(-1)) is inf"]),
-], ids=["no-shift", "ids-shifted", "softmax", "raw-logits", "wrong-axis", "sign", "one-short", "no-gather",
-        "all-positions", "detached", "in-place", "log-of-softmax", "log-of-clamped-softmax", "naive-logsumexp"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (lp_with(logit_slice=(0, 0)), ["did you forget the shift"]),
+        (lp_with(id_slice=(1, -1)), ["shifted the token ids along with the logits"]),
+        (lp_with(transform=lambda x: x.softmax(-1)), ["log_softmax, not softmax"]),
+        (lp_with(transform=lambda x: x), ["raw logits"]),
+        (lp_with(transform=lambda x: F.log_softmax(x, dim=1)), ["wrong axis"]),
+        (lp_with(sign=-1.0), ["wrong sign"]),
+        (lp_with(logit_slice=(0, 1), id_slice=(-1, None)), ["one position short"]),
+        (lp_no_gather, ["gather the log-prob of the token"]),
+        (lp_all_positions, ["only the completion's positions"]),
+        (lp_detached, ["no gradient"]),
+        (lp_in_place, ["in place"]),
+        (
+            lp_log_of_softmax,
+            ["peaked logits", "got [[-inf", "use log_softmax: log(softmax(x)) underflows for peaked logits"],
+        ),
+        (lp_log_of_clamped_softmax, ["peaked logits", "got [[-27.63", "underflows", "a clamp"]),
+        (lp_naive_logsumexp, ["peaked logits", "exp overflows", "log(exp(logits).sum(-1)) is inf"]),
+    ],
+    ids=[
+        "no-shift",
+        "ids-shifted",
+        "softmax",
+        "raw-logits",
+        "wrong-axis",
+        "sign",
+        "one-short",
+        "no-gather",
+        "all-positions",
+        "detached",
+        "in-place",
+        "log-of-softmax",
+        "log-of-clamped-softmax",
+        "naive-logsumexp",
+    ],
+)
 def test_completion_log_probs_mistakes(wrong, keywords, capsys):
     caught(check_completion_log_probs, wrong, capsys, *keywords)
 
@@ -229,19 +258,22 @@ def test_completion_log_probs_constants_match_the_reference():
 def test_peaked_case_underflows_log_of_softmax_but_not_log_softmax():
     logits, ids, p = lm_checks._peaked_case(torch.Generator().manual_seed(0))
     want = completion_log_probs(logits, ids, p)
-    assert torch.isfinite(want).all() and (want[0] < -100).all()            # row 0: every token ≈ −120
-    assert (want[1, ::2] > -1e-3).all() and (want[1, 1::2] < -100).all()    # row 1: ≈ 0 and ≈ −120 in turn
-    assert torch.isinf(lp_log_of_softmax(logits, ids, p)).sum() == 6        # the six −120s are −inf
+    assert torch.isfinite(want).all() and (want[0] < -100).all()  # row 0: every token ≈ −120
+    assert (want[1, ::2] > -1e-3).all() and (want[1, 1::2] < -100).all()  # row 1: ≈ 0 and ≈ −120 in turn
+    assert torch.isinf(lp_log_of_softmax(logits, ids, p)).sum() == 6  # the six −120s are −inf
 
 
-@pytest.mark.parametrize("args, message", [
-    ((torch.zeros(2, 5), torch.zeros(2, 5, dtype=torch.long), 2), "logits must be a tensor of shape"),
-    ((torch.zeros(2, 5, 3), torch.zeros(2, 4, dtype=torch.long), 2), r"input_ids must have shape \[batch, seq\]"),
-    ((torch.zeros(2, 5, 3), torch.zeros(2, 5), 2), "integer token ids"),
-    ((torch.zeros(2, 5, 3), torch.zeros(2, 5, dtype=torch.long), 0), r"prompt_length must be an int in \[1, seq"),
-    ((torch.zeros(2, 5, 3), torch.zeros(2, 5, dtype=torch.long), 6), r"prompt_length must be an int in \[1, seq"),
-    ((torch.zeros(2, 5, 3), torch.zeros(2, 5, dtype=torch.long), 2.0), "prompt_length must be an int"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        ((torch.zeros(2, 5), torch.zeros(2, 5, dtype=torch.long), 2), "logits must be a tensor of shape"),
+        ((torch.zeros(2, 5, 3), torch.zeros(2, 4, dtype=torch.long), 2), r"input_ids must have shape \[batch, seq\]"),
+        ((torch.zeros(2, 5, 3), torch.zeros(2, 5), 2), "integer token ids"),
+        ((torch.zeros(2, 5, 3), torch.zeros(2, 5, dtype=torch.long), 0), r"prompt_length must be an int in \[1, seq"),
+        ((torch.zeros(2, 5, 3), torch.zeros(2, 5, dtype=torch.long), 6), r"prompt_length must be an int in \[1, seq"),
+        ((torch.zeros(2, 5, 3), torch.zeros(2, 5, dtype=torch.long), 2.0), "prompt_length must be an int"),
+    ],
+)
 def test_completion_log_probs_rejects_bad_arguments(args, message):
     with pytest.raises(ValueError, match=message):
         completion_log_probs(*args)
@@ -386,32 +418,78 @@ def parse_raises_on_junk(text):
     return parsed
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (parse_naive, ["raised ValueError", "'abc'", "must never raise"]),
-    (parse_raises_on_junk, ["raised ValueError", "must never raise"]),
-    (parse_try_int, ["signs are not the asked form"]),
-    (parse_strip_period, ["accepted '3, 1, 2.'", "trailing period is not the asked form"]),
-    (parse_backslash_d, ["ASCII digits 0-9"]),
-    (parse_isdigit, ["ASCII digits 0-9", "isdigit"]),
-    (parse_any_whitespace, ["only spaces may surround a comma"]),
-    (parse_no_strip, ["strip the whitespace"]),
-    (parse_exactly_three, ["one number is a well-formed answer"]),
-    (parse_no_leading_zeros, ["leading zeros"]),
-    (parse_no_digit_limit, ["accepted '111111111111111111111…' (101 characters)", "more than 100 digits",
-                            "this one has 101", "int() reads it"]),
-    (parse_int_guard, ["accepted", "(101 characters)", "returned (111111…(101 digits),)", "more than 100 digits",
-                       "refuses only more than 4300 digits"]),
-    (parse_limit_off_by_one, ["returned None on '777777777777777777777…' (100 characters)",
-                              "exactly 100 digits is still an answer", "not >="]),
-    (parse_limit_on_the_whole_text, ["returned None", "per number, not on the whole answer", "longest number has 2"]),
-    (parse_digits, ["every digit as a number of its own"]),
-    (parse_drops_the_last, ["only 2 of the 3 numbers", "the last included"]),
-    (parse_list, ["tuple of ints, not a list"]),
-    (parse_strings, ["int()", "strings"]),
-    (parse_sorted, ["order they were written"]),
-], ids=["naive", "raises-on-junk", "try-int", "trailing-period", "backslash-d", "isdigit", "any-whitespace",
-        "no-strip", "exactly-three", "leading-zeros", "no-digit-limit", "int-guard", "limit-off-by-one",
-        "limit-on-the-text", "digits", "drops-the-last", "list", "strings", "sorted"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (parse_naive, ["raised ValueError", "'abc'", "must never raise"]),
+        (parse_raises_on_junk, ["raised ValueError", "must never raise"]),
+        (parse_try_int, ["signs are not the asked form"]),
+        (parse_strip_period, ["accepted '3, 1, 2.'", "trailing period is not the asked form"]),
+        (parse_backslash_d, ["ASCII digits 0-9"]),
+        (parse_isdigit, ["ASCII digits 0-9", "isdigit"]),
+        (parse_any_whitespace, ["only spaces may surround a comma"]),
+        (parse_no_strip, ["strip the whitespace"]),
+        (parse_exactly_three, ["one number is a well-formed answer"]),
+        (parse_no_leading_zeros, ["leading zeros"]),
+        (
+            parse_no_digit_limit,
+            [
+                "accepted '111111111111111111111…' (101 characters)",
+                "more than 100 digits",
+                "this one has 101",
+                "int() reads it",
+            ],
+        ),
+        (
+            parse_int_guard,
+            [
+                "accepted",
+                "(101 characters)",
+                "returned (111111…(101 digits),)",
+                "more than 100 digits",
+                "refuses only more than 4300 digits",
+            ],
+        ),
+        (
+            parse_limit_off_by_one,
+            [
+                "returned None on '777777777777777777777…' (100 characters)",
+                "exactly 100 digits is still an answer",
+                "not >=",
+            ],
+        ),
+        (
+            parse_limit_on_the_whole_text,
+            ["returned None", "per number, not on the whole answer", "longest number has 2"],
+        ),
+        (parse_digits, ["every digit as a number of its own"]),
+        (parse_drops_the_last, ["only 2 of the 3 numbers", "the last included"]),
+        (parse_list, ["tuple of ints, not a list"]),
+        (parse_strings, ["int()", "strings"]),
+        (parse_sorted, ["order they were written"]),
+    ],
+    ids=[
+        "naive",
+        "raises-on-junk",
+        "try-int",
+        "trailing-period",
+        "backslash-d",
+        "isdigit",
+        "any-whitespace",
+        "no-strip",
+        "exactly-three",
+        "leading-zeros",
+        "no-digit-limit",
+        "int-guard",
+        "limit-off-by-one",
+        "limit-on-the-text",
+        "digits",
+        "drops-the-last",
+        "list",
+        "strings",
+        "sorted",
+    ],
+)
 def test_parse_answer_mistakes(wrong, keywords, capsys):
     caught(check_parse_answer, wrong, capsys, *keywords)
 
@@ -446,11 +524,17 @@ def test_random_texts_mix_accepted_and_rejected():
 
 def test_gather_without_the_vocab_axis_gets_a_hint(capsys):
     def completion_log_probs(logits, input_ids, prompt_length):
-        log_p = torch.log_softmax(logits[:, prompt_length - 1:-1], dim=-1)
+        log_p = torch.log_softmax(logits[:, prompt_length - 1 : -1], dim=-1)
         return log_p.gather(-1, input_ids[:, prompt_length:])  # PyTorch: index must have the same dims
 
-    caught(check_completion_log_probs, completion_log_probs, capsys, "raised RuntimeError",
-           "same number of dimensions", "ids.unsqueeze(-1)")
+    caught(
+        check_completion_log_probs,
+        completion_log_probs,
+        capsys,
+        "raised RuntimeError",
+        "same number of dimensions",
+        "ids.unsqueeze(-1)",
+    )
 
 
 def test_misaligned_slices_get_a_hint(capsys):
@@ -458,23 +542,39 @@ def test_misaligned_slices_get_a_hint(capsys):
         log_p = torch.log_softmax(logits[:, -1:], dim=-1)  # only the last position's logits
         return log_p.gather(-1, input_ids[:, prompt_length:].unsqueeze(-1)).squeeze(-1)
 
-    caught(check_completion_log_probs, completion_log_probs, capsys, "raised RuntimeError", "size does not match",
-           "logits[:, prompt_length-1:-1]")
+    caught(
+        check_completion_log_probs,
+        completion_log_probs,
+        capsys,
+        "raised RuntimeError",
+        "size does not match",
+        "logits[:, prompt_length-1:-1]",
+    )
 
 
 # ---- more named mistakes (issue 19) ---------------------------------------------------------------------
+
 
 def eos_inverted(tokens, eos):
     return 1.0 - first_eos_mask(tokens, eos)
 
 
-@pytest.mark.parametrize("check, wrong, keywords", [
-    (check_first_eos_mask, eos_inverted, ["inverted", "0.0 for the padding"]),
-    (check_completion_log_probs, lambda lg, ids, p: completion_log_probs(lg, ids, p).cumsum(-1),
-     ["running sums", "own log-prob"]),
-    (check_completion_log_probs,
-     lambda lg, ids, p: completion_log_probs(lg, ids, p).sum(-1, keepdim=True).expand(-1, ids.shape[1] - p),
-     ["whole completion", "own log-prob"]),
-], ids=["eos-inverted", "log-probs-cumsum", "log-probs-whole"])
+@pytest.mark.parametrize(
+    "check, wrong, keywords",
+    [
+        (check_first_eos_mask, eos_inverted, ["inverted", "0.0 for the padding"]),
+        (
+            check_completion_log_probs,
+            lambda lg, ids, p: completion_log_probs(lg, ids, p).cumsum(-1),
+            ["running sums", "own log-prob"],
+        ),
+        (
+            check_completion_log_probs,
+            lambda lg, ids, p: completion_log_probs(lg, ids, p).sum(-1, keepdim=True).expand(-1, ids.shape[1] - p),
+            ["whole completion", "own log-prob"],
+        ),
+    ],
+    ids=["eos-inverted", "log-probs-cumsum", "log-probs-whole"],
+)
 def test_more_named_mistakes(check, wrong, keywords, capsys):
     caught(check, wrong, capsys, *keywords)

@@ -28,6 +28,7 @@ def test_exports_and_fallback(capsys):
 
 # ---- maze_reward ----------------------------------------------------------------------------------
 
+
 def _enters(maze, cell, action):
     return cell != maze.goal and maze.next_cell(cell, action) == maze.goal
 
@@ -37,22 +38,27 @@ def _flat(maze, cell, action):
     return nxt if 0 <= nxt < maze.n_cells else cell
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (lambda m, s, a: m.goal_reward, ["every move"]),
-    (lambda m, s, a: -1.0 + (m.goal_reward if _enters(m, s, a) else 0.0), ["charges nothing for a step",
-                                                                          "subtracted 1 per step"]),
-    (lambda m, s, a: m.goal_reward if _enters(m, s, a) else -1.0, ["charges nothing for a step", "not −1"]),
-    (lambda m, s, a: m.goal_reward if _enters(m, s, a) else (0.5 if s == 0 else 0.0), ["expected 0", "leads to"]),
-    (lambda m, s, a: m.goal_reward if s == m.goal else 0.0, ["from the goal", "arrives"]),
-    (lambda m, s, a: m.goal_reward if m.next_cell(s, a) == m.goal else 0.0, ["from the goal", "cell == maze.goal"]),
-    (lambda m, s, a: 1.0 if _enters(m, s, a) else 0.0, ["goal_reward, not 1"]),
-    (lambda m, s, a: 10.0 if _enters(m, s, a) else 0.0, ["hard-coded 10"]),
-    (lambda m, s, a: m.goal_reward if s != m.goal and m.next_cell(s, a) == 14 else 0.0, ["maze.goal", "14"]),
-    (lambda m, s, a: m.goal_reward if s != m.goal and _flat(m, s, a) == m.goal else 0.0, ["wraps", "next_cell"]),
-    (lambda m, s, a: 0.0, ["always 0"]),
-    (lambda m, s, a: _enters(m, s, a), ["expected a number", "bool"]),
-    (lambda m, s, a: [reference_maze_reward(m, s, a)], ["expected a number"]),
-])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (lambda m, s, a: m.goal_reward, ["every move"]),
+        (
+            lambda m, s, a: -1.0 + (m.goal_reward if _enters(m, s, a) else 0.0),
+            ["charges nothing for a step", "subtracted 1 per step"],
+        ),
+        (lambda m, s, a: m.goal_reward if _enters(m, s, a) else -1.0, ["charges nothing for a step", "not −1"]),
+        (lambda m, s, a: m.goal_reward if _enters(m, s, a) else (0.5 if s == 0 else 0.0), ["expected 0", "leads to"]),
+        (lambda m, s, a: m.goal_reward if s == m.goal else 0.0, ["from the goal", "arrives"]),
+        (lambda m, s, a: m.goal_reward if m.next_cell(s, a) == m.goal else 0.0, ["from the goal", "cell == maze.goal"]),
+        (lambda m, s, a: 1.0 if _enters(m, s, a) else 0.0, ["goal_reward, not 1"]),
+        (lambda m, s, a: 10.0 if _enters(m, s, a) else 0.0, ["hard-coded 10"]),
+        (lambda m, s, a: m.goal_reward if s != m.goal and m.next_cell(s, a) == 14 else 0.0, ["maze.goal", "14"]),
+        (lambda m, s, a: m.goal_reward if s != m.goal and _flat(m, s, a) == m.goal else 0.0, ["wraps", "next_cell"]),
+        (lambda m, s, a: 0.0, ["always 0"]),
+        (lambda m, s, a: _enters(m, s, a), ["expected a number", "bool"]),
+        (lambda m, s, a: [reference_maze_reward(m, s, a)], ["expected a number"]),
+    ],
+)
 def test_maze_reward_mistakes(wrong, keywords, capsys):
     caught(check_maze_reward, wrong, capsys, *keywords)
 
@@ -63,6 +69,7 @@ def test_maze_reward_accepts_numpy_and_int(capsys):
 
 
 # ---- bellman_backup -------------------------------------------------------------------------------
+
 
 def _q(maze, values_next, *, terminal_next=True, reward=True, table=None):
     """[n_cells, 4]: r(s, a) + V_{k-1}(s'), the knobs as a learner might get them wrong."""
@@ -130,20 +137,23 @@ def flat_backup(maze, policy, values_next):
     return _finish(maze, (np.asarray(policy) * _q(maze, values_next, table=table)).sum(axis=1))
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (max_backup, ["max over a", "optimal", "pi(a|s)"]),
-    (mean_backup, ["equally", "pi(a|s)"]),
-    (no_terminal_backup, ["terminal", "V_k(goal) = 0"]),
-    (no_reward_backup, ["forgot the reward"]),
-    (in_place_backup, ["in place", "V_{k-1}"]),
-    (gauss_seidel_backup, ["V_k instead of V_{k-1}"]),
-    (blocked_is_zero_backup, ["blocked", "s' = s", "value 0"]),
-    (walls_ignored_backup, ["blocked", "into walls"]),
-    (flat_backup, ["blocked", "wraps"]),
-    (lambda m, pi, v: _q(m, v), ["shape", "sum over the moves"]),
-    (lambda m, pi, v: expected_returns(m, pi), ["shape", "whole table"]),
-    (lambda m, pi, v: "V", ["expected a numpy array"]),
-])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (max_backup, ["max over a", "optimal", "pi(a|s)"]),
+        (mean_backup, ["equally", "pi(a|s)"]),
+        (no_terminal_backup, ["terminal", "V_k(goal) = 0"]),
+        (no_reward_backup, ["forgot the reward"]),
+        (in_place_backup, ["in place", "V_{k-1}"]),
+        (gauss_seidel_backup, ["V_k instead of V_{k-1}"]),
+        (blocked_is_zero_backup, ["blocked", "s' = s", "value 0"]),
+        (walls_ignored_backup, ["blocked", "into walls"]),
+        (flat_backup, ["blocked", "wraps"]),
+        (lambda m, pi, v: _q(m, v), ["shape", "sum over the moves"]),
+        (lambda m, pi, v: expected_returns(m, pi), ["shape", "whole table"]),
+        (lambda m, pi, v: "V", ["expected a numpy array"]),
+    ],
+)
 def test_bellman_backup_mistakes(wrong, keywords, capsys):
     caught(check_bellman_backup, wrong, capsys, *keywords)
 
@@ -173,6 +183,7 @@ def test_reference_bellman_backup_rebuilds_expected_returns():
 
 # ---- monte_carlo_estimate -------------------------------------------------------------------------
 
+
 def mc_with_env(maze, policy, n_episodes, rng, *, sample="policy", stop=True, budget=0, reward=None, spread="se"):
     """The notebook's way, with the Gymnasium API, and the knobs a learner might get wrong."""
     returns = np.zeros(n_episodes)
@@ -192,9 +203,14 @@ def mc_with_env(maze, policy, n_episodes, rng, *, sample="policy", stop=True, bu
                 returns[i] += maze.goal_reward if reward is None else reward
                 if stop:
                     break
-    se = {"se": returns.std(ddof=1) / np.sqrt(n_episodes), "std": returns.std(ddof=1),
-          "var": returns.var(ddof=1), "var_n": returns.var(ddof=1) / n_episodes,
-          "std_n": returns.std(ddof=1) / n_episodes, "ddof0": returns.std() / np.sqrt(n_episodes)}[spread]
+    se = {
+        "se": returns.std(ddof=1) / np.sqrt(n_episodes),
+        "std": returns.std(ddof=1),
+        "var": returns.var(ddof=1),
+        "var_n": returns.var(ddof=1) / n_episodes,
+        "std_n": returns.std(ddof=1) / n_episodes,
+        "ddof0": returns.std() / np.sqrt(n_episodes),
+    }[spread]
     return returns.mean(), se
 
 
@@ -215,24 +231,28 @@ def test_monte_carlo_correct_versions_pass(capsys):
     assert run(check_monte_carlo_estimate, mc_gym, capsys)[0] is True
     assert run(check_monte_carlo_estimate, mc_with_env, capsys)[0] is True
     # a 0-d array is fine too
-    assert run(check_monte_carlo_estimate, lambda *a: tuple(np.asarray(x) for x in
-                                                              reference_monte_carlo_estimate(*a)), capsys)[0]
+    assert run(
+        check_monte_carlo_estimate, lambda *a: tuple(np.asarray(x) for x in reference_monte_carlo_estimate(*a)), capsys
+    )[0]
 
 
-@pytest.mark.parametrize("knobs, keywords", [
-    (dict(sample="uniform"), ["ignored the policy", "policy[cell]"]),
-    (dict(sample="argmax"), ["most likely", "sample"]),
-    (dict(stop=False), ["did not stop at the goal"]),
-    (dict(budget=-1), ["one move too short", "max_steps"]),
-    (dict(budget=1), ["one move too long", "max_steps"]),
-    (dict(reward=10.0), ["hard-coded 10"]),
-    (dict(spread="std"), ["standard deviation", "sqrt(n_episodes)"]),
-    (dict(spread="var"), ["variance"]),
-    (dict(spread="var_n"), ["square root"]),
-    (dict(spread="std_n"), ["not by n_episodes"]),
-    (dict(spread="ddof0"), ["ddof=0", "n − 1"]),
-    (dict(sample="global"), ["did not draw from the rng"]),
-])
+@pytest.mark.parametrize(
+    "knobs, keywords",
+    [
+        (dict(sample="uniform"), ["ignored the policy", "policy[cell]"]),
+        (dict(sample="argmax"), ["most likely", "sample"]),
+        (dict(stop=False), ["did not stop at the goal"]),
+        (dict(budget=-1), ["one move too short", "max_steps"]),
+        (dict(budget=1), ["one move too long", "max_steps"]),
+        (dict(reward=10.0), ["hard-coded 10"]),
+        (dict(spread="std"), ["standard deviation", "sqrt(n_episodes)"]),
+        (dict(spread="var"), ["variance"]),
+        (dict(spread="var_n"), ["square root"]),
+        (dict(spread="std_n"), ["not by n_episodes"]),
+        (dict(spread="ddof0"), ["ddof=0", "n − 1"]),
+        (dict(sample="global"), ["did not draw from the rng"]),
+    ],
+)
 def test_monte_carlo_mistakes(knobs, keywords, capsys):
     caught(check_monte_carlo_estimate, lambda *args: mc_with_env(*args, **knobs), capsys, *keywords)
 

@@ -40,8 +40,14 @@ def test_hand_constants_agree_with_the_references():
     adv = torch.tensor([[2.0, 2.0, 4.0], [-1.0, -1.0, 3.0]])
     mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
     assert reference_reinforce_loss(lp, adv, mask).item() == float32_approx(LOSS_HAND_VALUE)
-    short = [torch.tensor(x) for x in (maze_pg_checks.LOSS_SHORT_LOG_PROBS, maze_pg_checks.LOSS_SHORT_ADVANTAGES,
-                                       maze_pg_checks.LOSS_SHORT_MASK)]
+    short = [
+        torch.tensor(x)
+        for x in (
+            maze_pg_checks.LOSS_SHORT_LOG_PROBS,
+            maze_pg_checks.LOSS_SHORT_ADVANTAGES,
+            maze_pg_checks.LOSS_SHORT_MASK,
+        )
+    ]
     assert reference_reinforce_loss(*short).item() == float32_approx(maze_pg_checks.LOSS_SHORT_VALUE)
 
 
@@ -51,12 +57,14 @@ def test_reference_loss_has_the_library_gradient():
     adv = torch.randn(5, 6, generator=gen)
     mask = (torch.arange(6) < torch.tensor([6, 2, 4, 6, 1])[:, None]).float()
     ours = torch.autograd.grad(reference_reinforce_loss(lp, adv, mask), lp)[0]
-    library, _ = policy_loss(lp.unsqueeze(1), None, adv.unsqueeze(1), mask.unsqueeze(1), clip_eps_low=None,
-                             aggregation="constant")
+    library, _ = policy_loss(
+        lp.unsqueeze(1), None, adv.unsqueeze(1), mask.unsqueeze(1), clip_eps_low=None, aggregation="constant"
+    )
     torch.testing.assert_close(ours, torch.autograd.grad(library, lp)[0])
 
 
 # ---- discounted_returns ---------------------------------------------------------------------------
+
 
 def backward_returns(rewards, dones, gamma, *, discount=True, reset=True, late_reset=False, zero_at_end=False):
     """A learner's backward loop, with the knobs a learner might get wrong."""
@@ -130,23 +138,26 @@ def two_dim_only(rewards, dones, gamma):
     return returns
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (lambda r, d, g: backward_returns(r, d, g, discount=False), ["did not discount"]),
-    (discount_from_start, ["from the start", "counted from t"]),
-    (lambda r, d, g: g * minirl.discounted_returns(r, d, g), ["step itself is not discounted"]),
-    (lambda r, d, g: forward_returns(r, d, g, reset=False), ["forward in time", "backward"]),
-    (forward_returns, ["forward in time", "backward"]),
-    (lambda r, d, g: backward_returns(r, d, g, reset=False), ["did not reset", "1 - done_t"]),
-    (lambda r, d, g: backward_returns(r, d, g, late_reset=True), ["one step late"]),
-    (lambda r, d, g: backward_returns(r, d, g, zero_at_end=True), ["zeroed", "only the future"]),
-    (episode_total, ["whole episode", "from t onward"]),
-    (lambda r, d, g: r.sum(dim=-1, keepdim=True).expand_as(r), ["total of all rewards"]),
-    (lambda r, d, g: r.clone(), ["rewards themselves"]),
-    (in_place, ["in place"]),
-    (two_dim_only, ["IndexError", "[..., t]"]),
-    (lambda r, d, g: minirl.discounted_returns(r, d, g).tolist(), ["torch.Tensor"]),
-    (lambda r, d, g: minirl.discounted_returns(r, d, g)[..., :-1], ["shape"]),
-])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (lambda r, d, g: backward_returns(r, d, g, discount=False), ["did not discount"]),
+        (discount_from_start, ["from the start", "counted from t"]),
+        (lambda r, d, g: g * minirl.discounted_returns(r, d, g), ["step itself is not discounted"]),
+        (lambda r, d, g: forward_returns(r, d, g, reset=False), ["forward in time", "backward"]),
+        (forward_returns, ["forward in time", "backward"]),
+        (lambda r, d, g: backward_returns(r, d, g, reset=False), ["did not reset", "1 - done_t"]),
+        (lambda r, d, g: backward_returns(r, d, g, late_reset=True), ["one step late"]),
+        (lambda r, d, g: backward_returns(r, d, g, zero_at_end=True), ["zeroed", "only the future"]),
+        (episode_total, ["whole episode", "from t onward"]),
+        (lambda r, d, g: r.sum(dim=-1, keepdim=True).expand_as(r), ["total of all rewards"]),
+        (lambda r, d, g: r.clone(), ["rewards themselves"]),
+        (in_place, ["in place"]),
+        (two_dim_only, ["IndexError", "[..., t]"]),
+        (lambda r, d, g: minirl.discounted_returns(r, d, g).tolist(), ["torch.Tensor"]),
+        (lambda r, d, g: minirl.discounted_returns(r, d, g)[..., :-1], ["shape"]),
+    ],
+)
 def test_discounted_returns_mistakes(wrong, keywords, capsys):
     caught(check_discounted_returns, wrong, capsys, *keywords)
 
@@ -167,6 +178,7 @@ def test_discounted_returns_accepts_a_loop_over_episodes(capsys):
 
 # ---- reinforce_loss -------------------------------------------------------------------------------
 
+
 def ratio_form(lp, adv, mask):
     return -(mask * adv.detach() * torch.exp(lp - lp.detach())).sum() / lp.numel()
 
@@ -176,23 +188,28 @@ def no_grad_loss(lp, adv, mask):
         return -(mask * adv * lp).mean()
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (lambda lp, a, m: (m * a.detach() * lp).mean(), ["wrong sign", "minimise"]),
-    (lambda lp, a, m: -(a.detach() * lp).mean(), ["forgot the mask", "padding"]),
-    (lambda lp, a, m: -(m * a.detach() * lp.exp()).mean(), ["log-probabilities", "not the probabilities"]),
-    (lambda lp, a, m: -(m * a * lp).mean(), ["gradient flows into the advantages", "detach"]),
-    (lambda lp, a, m: -(m * a.detach() * lp).sum() / m.sum(), ["number of real steps", "N·T"]),
-    (lambda lp, a, m: -((m * a.detach() * lp).sum(1) / m.sum(1)).mean(), ["sequence mean", "N·T"]),
-    (lambda lp, a, m: -(m * a.detach() * lp).sum(), ["without normalising"]),
-    (lambda lp, a, m: -(m * a.detach() * lp).sum() / lp.shape[0], ["number of episodes only"]),
-    (lambda lp, a, m: -(m * a.detach() * lp).sum() / (lp.shape[0] * m.sum(1).max()), ["longest REAL episode",
-                                                                                      "step budget"]),
-    (ratio_form, ["ratio form", "log-prob form"]),
-    (lambda lp, a, m: -(m * a.detach() * lp).mean().item(), ["torch.Tensor", ".item()"]),
-    (lambda lp, a, m: -(m * a.detach() * lp), ["single number", "per-step terms"]),
-    (no_grad_loss, ["carries no gradient"]),
-    (lambda lp, a, m: -(m * a.detach() * lp.detach()).mean(), ["carries no gradient"]),
-])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (lambda lp, a, m: (m * a.detach() * lp).mean(), ["wrong sign", "minimise"]),
+        (lambda lp, a, m: -(a.detach() * lp).mean(), ["forgot the mask", "padding"]),
+        (lambda lp, a, m: -(m * a.detach() * lp.exp()).mean(), ["log-probabilities", "not the probabilities"]),
+        (lambda lp, a, m: -(m * a * lp).mean(), ["gradient flows into the advantages", "detach"]),
+        (lambda lp, a, m: -(m * a.detach() * lp).sum() / m.sum(), ["number of real steps", "N·T"]),
+        (lambda lp, a, m: -((m * a.detach() * lp).sum(1) / m.sum(1)).mean(), ["sequence mean", "N·T"]),
+        (lambda lp, a, m: -(m * a.detach() * lp).sum(), ["without normalising"]),
+        (lambda lp, a, m: -(m * a.detach() * lp).sum() / lp.shape[0], ["number of episodes only"]),
+        (
+            lambda lp, a, m: -(m * a.detach() * lp).sum() / (lp.shape[0] * m.sum(1).max()),
+            ["longest REAL episode", "step budget"],
+        ),
+        (ratio_form, ["ratio form", "log-prob form"]),
+        (lambda lp, a, m: -(m * a.detach() * lp).mean().item(), ["torch.Tensor", ".item()"]),
+        (lambda lp, a, m: -(m * a.detach() * lp), ["single number", "per-step terms"]),
+        (no_grad_loss, ["carries no gradient"]),
+        (lambda lp, a, m: -(m * a.detach() * lp.detach()).mean(), ["carries no gradient"]),
+    ],
+)
 def test_reinforce_loss_mistakes(wrong, keywords, capsys):
     caught(check_reinforce_loss, wrong, capsys, *keywords)
 
@@ -200,8 +217,11 @@ def test_reinforce_loss_mistakes(wrong, keywords, capsys):
 def test_reinforce_loss_accepts_other_correct_forms(capsys):
     assert run(check_reinforce_loss, lambda lp, a, m: -(m * a.detach() * lp).mean(), capsys)[0]
     assert run(check_reinforce_loss, lambda lp, a, m: -(a.detach() * lp)[m.bool()].sum() / m.numel(), capsys)[0]
-    assert run(check_reinforce_loss, lambda lp, a, m: -torch.einsum("it,it,it->", m, a.detach(), lp)
-               / (lp.shape[0] * lp.shape[1]), capsys)[0]
+    assert run(
+        check_reinforce_loss,
+        lambda lp, a, m: -torch.einsum("it,it,it->", m, a.detach(), lp) / (lp.shape[0] * lp.shape[1]),
+        capsys,
+    )[0]
 
 
 def test_reinforce_loss_in_place_is_caught(capsys):
@@ -215,8 +235,23 @@ def test_reinforce_loss_in_place_is_caught(capsys):
 
 # ---- compute_gae ----------------------------------------------------------------------------------
 
-def gae(rewards, values, next_values, dones, gamma, lam, *, delta_done=True, recursion_done=True,
-        decay="gamma_lam", bootstrap="gamma", minus_value=True, forward=False, next_from_values=False):
+
+def gae(
+    rewards,
+    values,
+    next_values,
+    dones,
+    gamma,
+    lam,
+    *,
+    delta_done=True,
+    recursion_done=True,
+    decay="gamma_lam",
+    bootstrap="gamma",
+    minus_value=True,
+    forward=False,
+    next_from_values=False,
+):
     """A learner's GAE loop with the knobs a learner might get wrong."""
     if next_from_values:
         next_values = torch.cat([values[..., 1:], torch.zeros_like(values[..., :1])], dim=-1)
@@ -248,24 +283,29 @@ def test_the_knob_free_loop_is_correct(capsys):
     assert run(check_compute_gae, knobs(), capsys)[0] is True
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (knobs(decay="gamma"), ["ignored lam"]),
-    (knobs(decay="zero"), ["TD errors", "accumulates"]),
-    (knobs(decay="lam"), ["λ alone", "γλ"]),
-    (knobs(bootstrap="gamma_lam"), ["bootstraps with γ, not γλ"]),
-    (knobs(bootstrap="one"), ["forgot γ"]),
-    (knobs(delta_done=False, recursion_done=False), ["ignored dones"]),
-    (knobs(delta_done=False), ["bootstrapped past the episode end"]),
-    (knobs(recursion_done=False), ["across the episode end", "(1 − done_t)"]),
-    (knobs(forward=True), ["forward in time", "backward"]),
-    (knobs(forward=True, recursion_done=False), ["forward in time"]),
-    (knobs(minus_value=False), ["subtracts the current value"]),
-    (knobs(next_from_values=True), ["next_values[..., t]", "values[..., t + 1]"]),
-    (lambda *args: minirl.compute_gae(*args) + args[1], ["value target"]),
-    (lambda r, v, nv, d, g, lam: minirl.discounted_returns(r, d, g) - v, ["Monte Carlo", "next_values"]),
-    (lambda r, v, nv, d, g, lam: minirl.compute_gae(r.flatten(), v.flatten(), nv.flatten(), d.flatten(), g, lam),
-     ["shape"]),
-])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (knobs(decay="gamma"), ["ignored lam"]),
+        (knobs(decay="zero"), ["TD errors", "accumulates"]),
+        (knobs(decay="lam"), ["λ alone", "γλ"]),
+        (knobs(bootstrap="gamma_lam"), ["bootstraps with γ, not γλ"]),
+        (knobs(bootstrap="one"), ["forgot γ"]),
+        (knobs(delta_done=False, recursion_done=False), ["ignored dones"]),
+        (knobs(delta_done=False), ["bootstrapped past the episode end"]),
+        (knobs(recursion_done=False), ["across the episode end", "(1 − done_t)"]),
+        (knobs(forward=True), ["forward in time", "backward"]),
+        (knobs(forward=True, recursion_done=False), ["forward in time"]),
+        (knobs(minus_value=False), ["subtracts the current value"]),
+        (knobs(next_from_values=True), ["next_values[..., t]", "values[..., t + 1]"]),
+        (lambda *args: minirl.compute_gae(*args) + args[1], ["value target"]),
+        (lambda r, v, nv, d, g, lam: minirl.discounted_returns(r, d, g) - v, ["Monte Carlo", "next_values"]),
+        (
+            lambda r, v, nv, d, g, lam: minirl.compute_gae(r.flatten(), v.flatten(), nv.flatten(), d.flatten(), g, lam),
+            ["shape"],
+        ),
+    ],
+)
 def test_compute_gae_mistakes(wrong, keywords, capsys):
     caught(check_compute_gae, wrong, capsys, *keywords)
 
@@ -283,6 +323,7 @@ def test_compute_gae_in_place_is_caught(capsys):
 
 
 # ---- off-by-one loops, sign flips, the reset one step early (named; issue 11) ---------------------
+
 
 def learner_loop(x, factor, *, skip_last=False, stop=-1, store_first=False):
     """A learner's backward loop out_t = x_t + factor(t) out_{t+1}, with the off-by-one knobs: the loop's
@@ -304,6 +345,7 @@ def learner_loop(x, factor, *, skip_last=False, stop=-1, store_first=False):
 def returns_with(**knobs):
     def discounted_returns(rewards, dones, gamma):
         return learner_loop(rewards, lambda t: gamma * (1.0 - dones[..., t]), **knobs)
+
     return discounted_returns
 
 
@@ -316,14 +358,18 @@ def returns_shifted(rewards, dones, gamma):
     return torch.cat([g[..., 1:], torch.zeros_like(g[..., :1])], dim=-1)
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (returns_with(store_first=True), ["off by one", "before adding", "G_t"]),
-    (returns_shifted, ["off by one", "NEXT step"]),
-    (returns_with(stop=0), ["off by one", "never reaches t = 0"]),
-    (returns_with(skip_last=True), ["off by one", "T − 2"]),
-    (lambda r, d, g: -minirl.discounted_returns(r, d, g), ["wrong sign"]),
-    (returns_early_reset, ["one step early", "dones[..., t - 1]"]),
-], ids=["stored-before-adding", "next-step", "skips-t0", "skips-last", "sign", "early-reset"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (returns_with(store_first=True), ["off by one", "before adding", "G_t"]),
+        (returns_shifted, ["off by one", "NEXT step"]),
+        (returns_with(stop=0), ["off by one", "never reaches t = 0"]),
+        (returns_with(skip_last=True), ["off by one", "T − 2"]),
+        (lambda r, d, g: -minirl.discounted_returns(r, d, g), ["wrong sign"]),
+        (returns_early_reset, ["one step early", "dones[..., t - 1]"]),
+    ],
+    ids=["stored-before-adding", "next-step", "skips-t0", "skips-last", "sign", "early-reset"],
+)
 def test_discounted_returns_off_by_one_and_sign(wrong, keywords, capsys):
     caught(check_discounted_returns, wrong, capsys, *keywords)
 
@@ -332,6 +378,7 @@ def gae_with(sign=1.0, **knobs):
     def compute_gae(rewards, values, next_values, dones, gamma=1.0, lam=0.95):
         deltas = sign * (rewards + gamma * (1.0 - dones) * next_values - values)
         return learner_loop(deltas, lambda t: gamma * lam * (1.0 - dones[..., t]), **knobs)
+
     return compute_gae
 
 
@@ -345,34 +392,51 @@ def gae_shifted(*args):
     return torch.cat([a[..., 1:], torch.zeros_like(a[..., :1])], dim=-1)
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (gae_with(store_first=True), ["off by one", "before adding", "A_t"]),
-    (gae_shifted, ["off by one", "NEXT step"]),
-    (gae_with(stop=0), ["off by one", "never reaches t = 0"]),
-    (gae_with(skip_last=True), ["off by one", "T − 2"]),
-    (gae_with(sign=-1.0), ["wrong sign"]),                      # δ_t = V(s_t) − r_t − γ V(s_{t+1})
-    (gae_early_reset, ["resets one step early", "dones[..., t - 1]"]),
-], ids=["stored-before-adding", "next-step", "skips-t0", "skips-last", "sign", "early-reset"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (gae_with(store_first=True), ["off by one", "before adding", "A_t"]),
+        (gae_shifted, ["off by one", "NEXT step"]),
+        (gae_with(stop=0), ["off by one", "never reaches t = 0"]),
+        (gae_with(skip_last=True), ["off by one", "T − 2"]),
+        (gae_with(sign=-1.0), ["wrong sign"]),  # δ_t = V(s_t) − r_t − γ V(s_{t+1})
+        (gae_early_reset, ["resets one step early", "dones[..., t - 1]"]),
+    ],
+    ids=["stored-before-adding", "next-step", "skips-t0", "skips-last", "sign", "early-reset"],
+)
 def test_compute_gae_off_by_one_and_sign(wrong, keywords, capsys):
     caught(check_compute_gae, wrong, capsys, *keywords)
 
 
 # ---- the hand-worked cases come first: a failure quotes their numbers (issue 11) --------------------
 
+
 def test_returns_failure_quotes_the_first_hand_case(capsys):
     def squared_gamma(rewards, dones, gamma):  # no named mistake: the line shows the small example
         return minirl.discounted_returns(rewards, dones, gamma**2)
 
-    line = caught(check_discounted_returns, squared_gamma, capsys, "rewards [1.0, 0.0, 2.0]", "gamma=0.5",
-                  "expected [1.5, 1.0, 2.0]")
+    line = caught(
+        check_discounted_returns,
+        squared_gamma,
+        capsys,
+        "rewards [1.0, 0.0, 2.0]",
+        "gamma=0.5",
+        "expected [1.5, 1.0, 2.0]",
+    )
     assert "random" not in line
 
 
 def test_an_ambiguous_hand_case_defers_the_name_to_the_random_cases(capsys):
     # returns_with(skip_last=True) also matches "zeroed the whole G_t at the end" on the first hand case (its episode
     # ends at the last step): the random cases tell them apart, and the line still quotes the worked example
-    line = caught(check_discounted_returns, returns_with(skip_last=True), capsys, "T − 2", "on the worked example",
-                  "expected [1.5, 1.0, 2.0]")
+    line = caught(
+        check_discounted_returns,
+        returns_with(skip_last=True),
+        capsys,
+        "T − 2",
+        "on the worked example",
+        "expected [1.5, 1.0, 2.0]",
+    )
     assert "zeroed" not in line
 
 
@@ -384,6 +448,7 @@ def test_gae_failure_quotes_the_first_hand_case(capsys):
 
 
 # ---- more named mistakes (issue 19) ---------------------------------------------------------------------
+
 
 def returns_gamma_on_the_reward(rewards, dones, gamma):
     """G_t = γ r_t + (1 − done_t) G_{t+1}: the discount on the wrong term."""
@@ -408,14 +473,27 @@ def gae_along_the_first_axis(rewards, values, next_values, dones, gamma, lam):
     return minirl.compute_gae(*moved, gamma, lam).movedim(-1, 0)
 
 
-@pytest.mark.parametrize("check, wrong, keywords", [
-    (check_discounted_returns, returns_gamma_on_the_reward, ["discounted the step's own reward",
-                                                             "not gamma r_t + (1 - done_t) G_{t+1}"]),
-    (check_discounted_returns, returns_along_the_first_axis, ["random rewards [4, 9]", "FIRST axis",
-                                                              "time is the LAST axis"]),
-    (check_compute_gae, lambda r, v, nv, d, gamma, lam: minirl.compute_gae(r, v, nv, d, lam, gamma),
-     ["swapped gamma and lam", "called with gamma=0.9, lam=0.5"]),
-    (check_compute_gae, gae_along_the_first_axis, ["random inputs [4, 9]", "FIRST axis"]),
-], ids=["returns-gamma-on-reward", "returns-first-axis", "gae-gamma-lam-swapped", "gae-first-axis"])
+@pytest.mark.parametrize(
+    "check, wrong, keywords",
+    [
+        (
+            check_discounted_returns,
+            returns_gamma_on_the_reward,
+            ["discounted the step's own reward", "not gamma r_t + (1 - done_t) G_{t+1}"],
+        ),
+        (
+            check_discounted_returns,
+            returns_along_the_first_axis,
+            ["random rewards [4, 9]", "FIRST axis", "time is the LAST axis"],
+        ),
+        (
+            check_compute_gae,
+            lambda r, v, nv, d, gamma, lam: minirl.compute_gae(r, v, nv, d, lam, gamma),
+            ["swapped gamma and lam", "called with gamma=0.9, lam=0.5"],
+        ),
+        (check_compute_gae, gae_along_the_first_axis, ["random inputs [4, 9]", "FIRST axis"]),
+    ],
+    ids=["returns-gamma-on-reward", "returns-first-axis", "gae-gamma-lam-swapped", "gae-first-axis"],
+)
 def test_more_named_mistakes(check, wrong, keywords, capsys):
     caught(check, wrong, capsys, *keywords)

@@ -105,42 +105,64 @@ def bt_in_place(r_chosen, r_rejected):
     return -F.logsigmoid(r_chosen).mean()
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (lambda c, r: F.logsigmoid(c - r).mean(), ["wrong sign", "NEGATIVE log-likelihood"]),
-    (lambda c, r: -F.logsigmoid(r - c).mean(), ["margin is reversed", "r_chosen − r_rejected"]),
-    (lambda c, r: F.softplus(c - r).mean(), ["margin is reversed", "softplus(r_rejected − r_chosen)"]),
-    (lambda c, r: -F.softplus(r - c).mean(), ["wrong sign"]),
-    (lambda c, r: -F.logsigmoid(c - r).sum(), ["summed", "mean"]),
-    (lambda c, r: -(F.logsigmoid(c) + F.logsigmoid(-r)).mean(), ["on its own", "DIFFERENCE"]),
-    (lambda c, r: -torch.sigmoid(c - r).mean(), ["forgot the log"]),
-    (lambda c, r: -F.logsigmoid((c - r).mean()), ["mean margin"]),
-    (bt_naive_log_sigmoid, ["margins [200, -200, 0]", "inf", "F.logsigmoid"]),
-    (bt_naive_formula, ["inf", "F.logsigmoid"]),
-    (bt_softmax_of_exps, ["nan", "F.logsigmoid"]),
-    (bt_clamped, ["expected 66.9", "caps the loss", "F.logsigmoid"]),
-    (bt_per_pair, ["single number", "one loss per pair", "mean"]),
-    (bt_item, ["torch.Tensor", ".item()"]),
-    (lambda c, r: -F.logsigmoid(c.detach() - r.detach()).mean(), ["no gradient"]),
-    (bt_in_place, ["in place", "r_chosen"]),
-], ids=["sign", "reversed", "softplus-of-margin", "softplus-sign", "sum", "separately", "no-log", "mean-margin",
-        "naive-log-sigmoid", "naive-formula", "softmax-of-exps", "clamped", "per-pair", "item", "detached",
-        "in-place"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (lambda c, r: F.logsigmoid(c - r).mean(), ["wrong sign", "NEGATIVE log-likelihood"]),
+        (lambda c, r: -F.logsigmoid(r - c).mean(), ["margin is reversed", "r_chosen − r_rejected"]),
+        (lambda c, r: F.softplus(c - r).mean(), ["margin is reversed", "softplus(r_rejected − r_chosen)"]),
+        (lambda c, r: -F.softplus(r - c).mean(), ["wrong sign"]),
+        (lambda c, r: -F.logsigmoid(c - r).sum(), ["summed", "mean"]),
+        (lambda c, r: -(F.logsigmoid(c) + F.logsigmoid(-r)).mean(), ["on its own", "DIFFERENCE"]),
+        (lambda c, r: -torch.sigmoid(c - r).mean(), ["forgot the log"]),
+        (lambda c, r: -F.logsigmoid((c - r).mean()), ["mean margin"]),
+        (bt_naive_log_sigmoid, ["margins [200, -200, 0]", "inf", "F.logsigmoid"]),
+        (bt_naive_formula, ["inf", "F.logsigmoid"]),
+        (bt_softmax_of_exps, ["nan", "F.logsigmoid"]),
+        (bt_clamped, ["expected 66.9", "caps the loss", "F.logsigmoid"]),
+        (bt_per_pair, ["single number", "one loss per pair", "mean"]),
+        (bt_item, ["torch.Tensor", ".item()"]),
+        (lambda c, r: -F.logsigmoid(c.detach() - r.detach()).mean(), ["no gradient"]),
+        (bt_in_place, ["in place", "r_chosen"]),
+    ],
+    ids=[
+        "sign",
+        "reversed",
+        "softplus-of-margin",
+        "softplus-sign",
+        "sum",
+        "separately",
+        "no-log",
+        "mean-margin",
+        "naive-log-sigmoid",
+        "naive-formula",
+        "softmax-of-exps",
+        "clamped",
+        "per-pair",
+        "item",
+        "detached",
+        "in-place",
+    ],
+)
 def test_bradley_terry_mistakes(wrong, keywords, capsys):
     caught(check_bradley_terry_loss, wrong, capsys, *keywords)
 
 
 def test_bradley_terry_softplus_form_is_accepted(capsys):
     assert run(check_bradley_terry_loss, lambda c, r: F.softplus(r - c).mean(), capsys)[0]
-    assert run(check_bradley_terry_loss, lambda c, r: F.binary_cross_entropy_with_logits(
-        c - r, torch.ones_like(c)), capsys)[0]
+    assert run(
+        check_bradley_terry_loss, lambda c, r: F.binary_cross_entropy_with_logits(c - r, torch.ones_like(c)), capsys
+    )[0]
 
 
 # ---- dpo_loss -----------------------------------------------------------------------------------------
 
 
-def dpo_with(*, reward="log_ratio", sign=-1.0, reverse=False, reduce="mean", beta_outside=False,
-             reward_kind="same", naive=False):
+def dpo_with(
+    *, reward="log_ratio", sign=-1.0, reverse=False, reduce="mean", beta_outside=False, reward_kind="same", naive=False
+):
     """A dpo_loss with one knob turned (the knobs mirror the usual mistakes)."""
+
     def dpo_loss(pc, pr, rc, rr, beta):
         chosen, rejected = {
             "log_ratio": (beta * (pc - rc), beta * (pr - rr)),
@@ -168,6 +190,7 @@ def dpo_with(*, reward="log_ratio", sign=-1.0, reverse=False, reduce="mean", bet
         elif reward_kind == "upside_down":
             out_c, out_r = -out_c, -out_r
         return loss, out_c, out_r
+
     return dpo_loss
 
 
@@ -199,32 +222,57 @@ def dpo_mean_rewards(pc, pr, rc, rr, beta):
     return loss, chosen.mean(), rejected.mean()
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (dpo_with(sign=1.0), ["wrong sign"]),
-    (dpo_with(reverse=True), ["margin is reversed", "policy minus reference"]),
-    (dpo_with(reward="ref_minus_policy", reward_kind="same"), ["margin is reversed"]),
-    (dpo_with(reward="no_beta"), ["forgot β", "beta = 0.5"]),
-    (dpo_fixed_beta, ["beta=0.5", "ignores the beta argument"]),
-    (dpo_with(reward="divided"), ["do not divide"]),
-    (dpo_with(reward="no_beta", beta_outside=True), ["INSIDE the sigmoid"]),
-    (dpo_with(reward="no_ref"), ["reference log-probs are missing"]),
-    (dpo_with(reward="probs"), ["LOG-probabilities", "probabilities"]),
-    (dpo_with(reward="ratio"), ["LOG-probabilities", "enters through its log"]),
-    (dpo_with(reduce="sum"), ["summed", "mean"]),
-    (dpo_with(naive=True), ["confident policy", "inf", "F.logsigmoid"]),
-    (dpo_with(reward_kind="no_beta"), ["chosen_rewards", "forgot β"]),
-    (dpo_with(reward_kind="no_ref"), ["chosen_rewards", "subtract the reference"]),
-    (dpo_with(reward_kind="swapped"), ["swapped"]),
-    (dpo_with(reward_kind="margin"), ["chosen_rewards", "that is the margin"]),
-    (dpo_with(reward_kind="upside_down"), ["upside down"]),
-    (dpo_loss_only, ["return three values", "Tensor"]),
-    (dpo_margin_and_loss, ["return three values", "a tuple of 2"]),
-    (dpo_from_detached_rewards, ["no gradient"]),
-    (dpo_per_pair, ["single number", "one loss per pair"]),
-    (dpo_mean_rewards, ["chosen_rewards", "one implicit reward per pair"]),
-], ids=["sign", "reversed", "ref-minus-policy", "no-beta", "beta-ignored", "divided", "beta-outside", "no-ref",
-        "probs", "ratio", "sum", "naive-log-sigmoid", "rewards-no-beta", "rewards-no-ref", "rewards-swapped",
-        "rewards-margin", "rewards-upside-down", "loss-only", "two-values", "detached", "per-pair", "mean-rewards"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (dpo_with(sign=1.0), ["wrong sign"]),
+        (dpo_with(reverse=True), ["margin is reversed", "policy minus reference"]),
+        (dpo_with(reward="ref_minus_policy", reward_kind="same"), ["margin is reversed"]),
+        (dpo_with(reward="no_beta"), ["forgot β", "beta = 0.5"]),
+        (dpo_fixed_beta, ["beta=0.5", "ignores the beta argument"]),
+        (dpo_with(reward="divided"), ["do not divide"]),
+        (dpo_with(reward="no_beta", beta_outside=True), ["INSIDE the sigmoid"]),
+        (dpo_with(reward="no_ref"), ["reference log-probs are missing"]),
+        (dpo_with(reward="probs"), ["LOG-probabilities", "probabilities"]),
+        (dpo_with(reward="ratio"), ["LOG-probabilities", "enters through its log"]),
+        (dpo_with(reduce="sum"), ["summed", "mean"]),
+        (dpo_with(naive=True), ["confident policy", "inf", "F.logsigmoid"]),
+        (dpo_with(reward_kind="no_beta"), ["chosen_rewards", "forgot β"]),
+        (dpo_with(reward_kind="no_ref"), ["chosen_rewards", "subtract the reference"]),
+        (dpo_with(reward_kind="swapped"), ["swapped"]),
+        (dpo_with(reward_kind="margin"), ["chosen_rewards", "that is the margin"]),
+        (dpo_with(reward_kind="upside_down"), ["upside down"]),
+        (dpo_loss_only, ["return three values", "Tensor"]),
+        (dpo_margin_and_loss, ["return three values", "a tuple of 2"]),
+        (dpo_from_detached_rewards, ["no gradient"]),
+        (dpo_per_pair, ["single number", "one loss per pair"]),
+        (dpo_mean_rewards, ["chosen_rewards", "one implicit reward per pair"]),
+    ],
+    ids=[
+        "sign",
+        "reversed",
+        "ref-minus-policy",
+        "no-beta",
+        "beta-ignored",
+        "divided",
+        "beta-outside",
+        "no-ref",
+        "probs",
+        "ratio",
+        "sum",
+        "naive-log-sigmoid",
+        "rewards-no-beta",
+        "rewards-no-ref",
+        "rewards-swapped",
+        "rewards-margin",
+        "rewards-upside-down",
+        "loss-only",
+        "two-values",
+        "detached",
+        "per-pair",
+        "mean-rewards",
+    ],
+)
 def test_dpo_mistakes(wrong, keywords, capsys):
     caught(check_dpo_loss, wrong, capsys, *keywords)
 
@@ -254,29 +302,49 @@ def _sorted(prompts):
     return prompts.sort(dim=-1).values
 
 
-@pytest.mark.parametrize("wrong, keywords", [
-    (lambda p, r: (r == p.unsqueeze(1)).float(), ["prompt itself", "SORTED"]),
-    (lambda p, r: (r == p.sort(dim=-1, descending=True).values.unsqueeze(1)).float(), ["decreasing"]),
-    (lambda p, r: (r == p.sort(dim=0).values.unsqueeze(1)).float(), ["wrong axis", "dim=-1"]),
-    (lambda p, r: (r == p.argsort(dim=-1).unsqueeze(1)).float(), ["argsort", "POSITIONS"]),
-    (lambda p, r: (r.unsqueeze(-1) == p[:, None, None, :]).any(-1).float(), ["anywhere in the prompt"]),
-    (lambda p, r: (r == _sorted(p).unsqueeze(1)).float().cumprod(-1), ["first wrong token", "EVERY position"]),
-    (lambda p, r: (r != _sorted(p).unsqueeze(1)).float(), ["inverted"]),
-    (lambda p, r: (r == _sorted(p).unsqueeze(1)).sum(-1).float(), ["expected shape [batch, trial, pos]",
-                                                                   "one reward per POSITION"]),
-    (lambda p, r: (r == _sorted(p).unsqueeze(1)).all(-1).float(), ["one reward per POSITION", "outcome reward"]),
-    (lambda p, r: r == _sorted(p).unsqueeze(1), ["return floats", "torch.bool", ".float()"]),
-    (lambda p, r: (r == _sorted(p).unsqueeze(1)).long(), ["return floats", "torch.int64"]),
-    (lambda p, r: (r == _sorted(p)).float(), ["raised RuntimeError", "unsqueeze(1)"]),
-    (lambda p, r: (r[:, 0] == _sorted(p)).float(), ["keep the trial axis"]),
-], ids=["vs-prompt", "descending", "wrong-axis", "argsort", "membership", "prefix", "inverted", "sum", "all",
-        "bool", "long", "no-unsqueeze", "first-trial"])
+@pytest.mark.parametrize(
+    "wrong, keywords",
+    [
+        (lambda p, r: (r == p.unsqueeze(1)).float(), ["prompt itself", "SORTED"]),
+        (lambda p, r: (r == p.sort(dim=-1, descending=True).values.unsqueeze(1)).float(), ["decreasing"]),
+        (lambda p, r: (r == p.sort(dim=0).values.unsqueeze(1)).float(), ["wrong axis", "dim=-1"]),
+        (lambda p, r: (r == p.argsort(dim=-1).unsqueeze(1)).float(), ["argsort", "POSITIONS"]),
+        (lambda p, r: (r.unsqueeze(-1) == p[:, None, None, :]).any(-1).float(), ["anywhere in the prompt"]),
+        (lambda p, r: (r == _sorted(p).unsqueeze(1)).float().cumprod(-1), ["first wrong token", "EVERY position"]),
+        (lambda p, r: (r != _sorted(p).unsqueeze(1)).float(), ["inverted"]),
+        (
+            lambda p, r: (r == _sorted(p).unsqueeze(1)).sum(-1).float(),
+            ["expected shape [batch, trial, pos]", "one reward per POSITION"],
+        ),
+        (lambda p, r: (r == _sorted(p).unsqueeze(1)).all(-1).float(), ["one reward per POSITION", "outcome reward"]),
+        (lambda p, r: r == _sorted(p).unsqueeze(1), ["return floats", "torch.bool", ".float()"]),
+        (lambda p, r: (r == _sorted(p).unsqueeze(1)).long(), ["return floats", "torch.int64"]),
+        (lambda p, r: (r == _sorted(p)).float(), ["raised RuntimeError", "unsqueeze(1)"]),
+        (lambda p, r: (r[:, 0] == _sorted(p)).float(), ["keep the trial axis"]),
+    ],
+    ids=[
+        "vs-prompt",
+        "descending",
+        "wrong-axis",
+        "argsort",
+        "membership",
+        "prefix",
+        "inverted",
+        "sum",
+        "all",
+        "bool",
+        "long",
+        "no-unsqueeze",
+        "first-trial",
+    ],
+)
 def test_per_position_reward_mistakes(wrong, keywords, capsys):
     caught(check_per_position_reward, wrong, capsys, *keywords)
 
 
 def test_per_position_reward_missing_unsqueeze_on_a_square_batch(capsys):
     """With as many prompts as responses per prompt, a missing unsqueeze does not raise: still named."""
+
     def square_only(prompts, responses):
         if responses.shape[0] != responses.shape[1]:
             return reference_per_position_reward(prompts, responses)
@@ -295,31 +363,51 @@ def test_per_position_reward_in_place_sort(capsys):
 
 def test_per_position_reward_task_method_is_accepted(capsys):
     def via_task(prompts, responses):
-        return SortingTask(vocab_size=int(max(prompts.max(), responses.max())) + 1,
-                           length=prompts.shape[1]).per_position_rewards(prompts, responses)
+        return SortingTask(
+            vocab_size=int(max(prompts.max(), responses.max())) + 1, length=prompts.shape[1]
+        ).per_position_rewards(prompts, responses)
 
     assert run(check_per_position_reward, via_task, capsys)[0]
 
 
 # ---- more named mistakes (issue 19) ---------------------------------------------------------------------
 
+
 def dpo_margin(margin):
     """dpo_loss with the margin computed as margin(pc, pr, rc, rr) · β (the rewards right)."""
+
     def dpo_loss(pc, pr, rc, rr, beta):
         loss = -F.logsigmoid(beta * margin(pc, pr, rc, rr)).mean()
         return loss, (beta * (pc - rc)).detach(), (beta * (pr - rr)).detach()
+
     return dpo_loss
 
 
-@pytest.mark.parametrize("check, wrong, keywords", [
-    (check_dpo_loss, dpo_margin(lambda pc, pr, rc, rr: (pc - rc) + (pr - rr)),
-     ["added the two rewards", "DIFFERENCE", "on the worked example", "expected 0.6437, got 0.5836"]),
-    (check_dpo_loss, dpo_margin(lambda pc, pr, rc, rr: (pc - rr) - (pr - rc)),
-     ["reference log-prob from the OTHER response"]),
-    (check_per_position_reward, lambda p, r: (r == _sorted(p).unsqueeze(1)).float() / p.shape[-1],
-     ["divided by the number of positions (3)", "outcome reward"]),
-    (check_per_position_reward, lambda p, r: (r.sort(dim=-1).values == _sorted(p).unsqueeze(1)).float(),
-     ["sorted the responses too"]),
-], ids=["dpo-sum", "dpo-refs-crossed", "process-divided", "process-sorted-response"])
+@pytest.mark.parametrize(
+    "check, wrong, keywords",
+    [
+        (
+            check_dpo_loss,
+            dpo_margin(lambda pc, pr, rc, rr: (pc - rc) + (pr - rr)),
+            ["added the two rewards", "DIFFERENCE", "on the worked example", "expected 0.6437, got 0.5836"],
+        ),
+        (
+            check_dpo_loss,
+            dpo_margin(lambda pc, pr, rc, rr: (pc - rr) - (pr - rc)),
+            ["reference log-prob from the OTHER response"],
+        ),
+        (
+            check_per_position_reward,
+            lambda p, r: (r == _sorted(p).unsqueeze(1)).float() / p.shape[-1],
+            ["divided by the number of positions (3)", "outcome reward"],
+        ),
+        (
+            check_per_position_reward,
+            lambda p, r: (r.sort(dim=-1).values == _sorted(p).unsqueeze(1)).float(),
+            ["sorted the responses too"],
+        ),
+    ],
+    ids=["dpo-sum", "dpo-refs-crossed", "process-divided", "process-sorted-response"],
+)
 def test_more_named_mistakes(check, wrong, keywords, capsys):
     caught(check, wrong, capsys, *keywords)

@@ -7,8 +7,25 @@ from minirl.cli import main
 
 def test_train_sorting_prints_summary_and_saves_plot(tmp_path, capsys):
     png = tmp_path / "grpo.png"
-    assert main(["train", "--task", "sorting", "--algo", "grpo", "--steps", "30", "--seed", "1",
-                 "--no-progress", "--plot", str(png)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "sorting",
+                "--algo",
+                "grpo",
+                "--steps",
+                "30",
+                "--seed",
+                "1",
+                "--no-progress",
+                "--plot",
+                str(png),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "grpo seed 1: 30 steps" in out and "greedy exact" in out and f"saved {png}" in out
     assert png.stat().st_size > 10_000
@@ -16,8 +33,27 @@ def test_train_sorting_prints_summary_and_saves_plot(tmp_path, capsys):
 
 def test_compare_maze_two_methods(tmp_path, capsys):
     png = tmp_path / "maze.png"
-    assert main(["compare", "--task", "maze", "--algos", "reinforce,ppo", "--seeds", "2", "--steps", "10",
-                 "--workers", "1", "--no-progress", "--plot", str(png)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--task",
+                "maze",
+                "--algos",
+                "reinforce,ppo",
+                "--seeds",
+                "2",
+                "--steps",
+                "10",
+                "--workers",
+                "1",
+                "--no-progress",
+                "--plot",
+                str(png),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert out.count("greedy success") == 4
     assert "compared 2 algorithms x 2 seeds on maze" in out
@@ -25,16 +61,40 @@ def test_compare_maze_two_methods(tmp_path, capsys):
 
 
 def test_compare_sorting_summary_line(capsys):
-    assert main(["compare", "--algos", "naive,grpo", "--seeds", "1", "--steps", "10", "--workers", "1",
-                 "--no-progress"]) == 0
+    assert (
+        main(["compare", "--algos", "naive,grpo", "--seeds", "1", "--steps", "10", "--workers", "1", "--no-progress"])
+        == 0
+    )
     assert "mean final greedy_exact: naive" in capsys.readouterr().out
 
 
 def test_compare_variable_length_sorting(tmp_path, capsys):
     png = tmp_path / "lengths.png"
-    assert main(["compare", "--task", "variable_sorting", "--length", "3", "--vocab-size", "4", "--algos",
-                 "grpo,dr_grpo", "--seeds", "1", "--steps", "10", "--workers", "1", "--no-progress", "--plot",
-                 str(png)]) == 0
+    assert (
+        main(
+            [
+                "compare",
+                "--task",
+                "variable_sorting",
+                "--length",
+                "3",
+                "--vocab-size",
+                "4",
+                "--algos",
+                "grpo,dr_grpo",
+                "--seeds",
+                "1",
+                "--steps",
+                "10",
+                "--workers",
+                "1",
+                "--no-progress",
+                "--plot",
+                str(png),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "compared 2 algorithms x 1 seeds on variable_sorting" in out and png.exists()
     with pytest.raises(SystemExit, match="not defined for variable_sorting"):
@@ -58,11 +118,16 @@ def test_bench_quick_runs(capsys, monkeypatch):
         assert part in out
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["train", "--length", "-3", "--steps", "1", "--no-progress"], ["minirl train: error:", "length", ">= 1"]),
-    (["compare", "--algos", "grpo", "--group-size", "0", "--steps", "1", "--no-progress"],
-     ["minirl compare: error:", "group_size"]),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["train", "--length", "-3", "--steps", "1", "--no-progress"], ["minirl train: error:", "length", ">= 1"]),
+        (
+            ["compare", "--algos", "grpo", "--group-size", "0", "--steps", "1", "--no-progress"],
+            ["minirl compare: error:", "group_size"],
+        ),
+    ],
+)
 def test_a_bad_value_is_one_line_and_exit_2(argv, words, capsys, monkeypatch):
     monkeypatch.delenv("MINIRL_DEBUG", raising=False)
     assert main(argv) == 2
@@ -80,8 +145,14 @@ def test_ladder_prints_what_each_knob_bought_and_saves_the_figure(tmp_path, caps
     assert main(["ladder", "--seeds", "1", "--steps", "20", "--workers", "2", "--no-progress", "--plot", str(png)]) == 0
     out = capsys.readouterr().out
     assert out.count(" seed 0: 20 steps") == 6  # six rungs, each a line when it finishes
-    for line in ["naive: Δ = r", "baselined: +delta_mode=centered_rewards", "+importance_ratio=True, +inner_epochs=4",
-                 "clipped: +clip_eps_low=0.2", "clipped_entropy: +entropy_coef=0.3", "after 2,560 samples"]:
+    for line in [
+        "naive: Δ = r",
+        "baselined: +delta_mode=centered_rewards",
+        "+importance_ratio=True, +inner_epochs=4",
+        "clipped: +clip_eps_low=0.2",
+        "clipped_entropy: +entropy_coef=0.3",
+        "after 2,560 samples",
+    ]:
         assert line in out, line
     assert out.count("helps:") + out.count("no gain at the end") == 5  # a verdict for each rung above the first
     assert png.stat().st_size > 50_000
@@ -99,16 +170,36 @@ def test_workers_do_not_change_the_runs():
 
 
 def test_set_changes_a_knob_and_labels_the_run(capsys):
-    assert main(["train", "--algo", "clipped", "--set", "inner_epochs=2", "--set", "clip_eps_high=0.28",
-                 "--steps", "3", "--eval-prompts", "20", "--no-progress"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--algo",
+                "clipped",
+                "--set",
+                "inner_epochs=2",
+                "--set",
+                "clip_eps_high=0.28",
+                "--steps",
+                "3",
+                "--eval-prompts",
+                "20",
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     assert "clipped[inner_epochs=2,clip_eps_high=0.28] seed 0: 3 steps" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, words", [
-    (["train", "--set", "inner_epoch=2"], ["knob of AlgoConfig", "inner_epoch=2"]),
-    (["train", "--set", "inner_epochs=two"], ["--set inner_epochs", "expected int"]),
-    (["train", "--set", "importance_ratio=maybe"], ["true or false"]),
-])
+@pytest.mark.parametrize(
+    "argv, words",
+    [
+        (["train", "--set", "inner_epoch=2"], ["knob of AlgoConfig", "inner_epoch=2"]),
+        (["train", "--set", "inner_epochs=two"], ["--set inner_epochs", "expected int"]),
+        (["train", "--set", "importance_ratio=maybe"], ["true or false"]),
+    ],
+)
 def test_set_rejects_unknown_knobs_and_bad_values(argv, words, capsys, monkeypatch):
     monkeypatch.delenv("MINIRL_DEBUG", raising=False)
     assert main([*argv, "--steps", "1", "--no-progress"]) == 2
@@ -123,8 +214,16 @@ def test_flags_come_from_the_config_dataclasses(capsys):
     with pytest.raises(SystemExit):
         build_parser().parse_args(["train", "--help"])
     out = capsys.readouterr().out
-    for flag in ["--prompts-per-step", "--lr-schedule", "--max-grad-norm", "--measure-kl", "--no-measure-kl",
-                 "--episodes-per-step", "--ppo-epochs", "--set KNOB=VALUE"]:
+    for flag in [
+        "--prompts-per-step",
+        "--lr-schedule",
+        "--max-grad-norm",
+        "--measure-kl",
+        "--no-measure-kl",
+        "--episodes-per-step",
+        "--ppo-epochs",
+        "--set KNOB=VALUE",
+    ]:
         assert flag in out, flag
     assert "responses sampled per prompt (G, the ``trial`` axis)" in " ".join(out.split())  # the docstring's words
     args = build_parser().parse_args(["train", "--max-grad-norm", "none", "--no-measure-kl", "--group-size", "4"])

@@ -42,11 +42,11 @@ def compute_deltas(rewards, mode):
     return centered / (rewards.std(dim=1, keepdim=True) + 1e-6)
     ### END SOLUTION'''
 
-TOP_LEVEL = '''x = 2
+TOP_LEVEL = """x = 2
 ### BEGIN SOLUTION
 y = x * 3
 ### END SOLUTION
-print(y)'''
+print(y)"""
 
 
 def solution_notebook():
@@ -56,9 +56,15 @@ def solution_notebook():
     nb.metadata["kernelspec"] = {"name": "minirl-venv", "display_name": "my venv", "language": "python"}
     nb.metadata["language_info"] = {"name": "python"}
     md = v4.new_markdown_cell("## Exercise 1\n\n```python\n### BEGIN SOLUTION\n```\nis the marker.")
-    exercise = v4.new_code_cell(EXERCISE, execution_count=3,
-                                metadata={"tags": ["exercise"], "collapsed": False,
-                                          "execution": {"iopub.execute_input": "2024-01-01T00:00:00Z"}})
+    exercise = v4.new_code_cell(
+        EXERCISE,
+        execution_count=3,
+        metadata={
+            "tags": ["exercise"],
+            "collapsed": False,
+            "execution": {"iopub.execute_input": "2024-01-01T00:00:00Z"},
+        },
+    )
     exercise.outputs = [v4.new_output("stream", name="stdout", text="hello\n")]
     top = v4.new_code_cell(TOP_LEVEL, execution_count=4)
     top.outputs = [v4.new_output("execute_result", data={"text/plain": "6"}, execution_count=4)]
@@ -77,6 +83,7 @@ def learner():
 
 # ---- the transformation ---------------------------------------------------------------------------------
 
+
 def test_indented_region_becomes_a_stub_with_the_hint(learner):
     source = learner.cells[1].source
     assert '    raise NotImplementedError("subtract rewards.mean(dim=1, keepdim=True)")' in source.split("\n")
@@ -90,41 +97,44 @@ def test_two_regions_in_one_cell_and_default_hint(learner):
     assert len(stubs) == 2
     assert stubs[1] == f'    raise NotImplementedError("{course.DEFAULT_HINT}")'
     # the code around the regions is kept, in order
-    assert lines[-3:] == ["    if mode == \"centered_rewards\":", "        return centered", stubs[1]]
+    assert lines[-3:] == ['    if mode == "centered_rewards":', "        return centered", stubs[1]]
 
 
 def test_top_level_region(learner):
-    assert learner.cells[2].source == (f'x = 2\n# your code must set: y (used below)\n'
-                                       f'raise NotImplementedError("{course.DEFAULT_HINT}")\nprint(y)')
+    assert learner.cells[2].source == (
+        f'x = 2\n# your code must set: y (used below)\nraise NotImplementedError("{course.DEFAULT_HINT}")\nprint(y)'
+    )
 
 
 def test_stub_names_what_the_code_below_it_uses():
-    source = "\n".join([
-        "def f(rewards, mode, eps=1e-6):",
-        "    scale = 2.0",
-        "    ### BEGIN SOLUTION",
-        "    ### HINT: centre the rewards",
-        "    centered = rewards - rewards.mean()",
-        "    scale = centered.std()          # already bound above: not the learner's to bind",
-        "    spare = 1                       # never used below",
-        "    for step in range(2):           # loop targets count too",
-        "        pass",
-        "    ### END SOLUTION",
-        "    if mode == 'centered':",
-        "        return centered * step  # 'spare' only in this comment",
-        "    ### BEGIN SOLUTION",
-        "    ### HINT: ratio = exp(...)",
-        "    ratio = rewards.exp()",
-        "    ### END SOLUTION",
-        "    ### BEGIN SOLUTION",
-        "    ### HINT: ratio.clamp(...) then min",
-        "    return ratio.clamp(0, 1) / scale",
-        "    ### END SOLUTION",
-    ])
+    source = "\n".join(
+        [
+            "def f(rewards, mode, eps=1e-6):",
+            "    scale = 2.0",
+            "    ### BEGIN SOLUTION",
+            "    ### HINT: centre the rewards",
+            "    centered = rewards - rewards.mean()",
+            "    scale = centered.std()          # already bound above: not the learner's to bind",
+            "    spare = 1                       # never used below",
+            "    for step in range(2):           # loop targets count too",
+            "        pass",
+            "    ### END SOLUTION",
+            "    if mode == 'centered':",
+            "        return centered * step  # 'spare' only in this comment",
+            "    ### BEGIN SOLUTION",
+            "    ### HINT: ratio = exp(...)",
+            "    ratio = rewards.exp()",
+            "    ### END SOLUTION",
+            "    ### BEGIN SOLUTION",
+            "    ### HINT: ratio.clamp(...) then min",
+            "    return ratio.clamp(0, 1) / scale",
+            "    ### END SOLUTION",
+        ]
+    )
     lines = course.strip_solutions(source).split("\n")
     assert lines[2] == "    # your code must set: centered, step (used below)"
     assert lines[3] == '    raise NotImplementedError("centre the rewards")'
-    assert lines[6] == "    # your code must set: ratio (used below)"   # a later stub's hint names it
+    assert lines[6] == "    # your code must set: ratio (used below)"  # a later stub's hint names it
     assert lines[7] == '    raise NotImplementedError("ratio = exp(...)")'
     assert lines[8] == '    raise NotImplementedError("ratio.clamp(...) then min")'
     assert len(lines) == 9
@@ -171,18 +181,24 @@ def test_kernelspec_normalised_and_input_untouched(learner):
 
 
 def test_hint_with_quotes_is_a_valid_literal():
-    source = ('    ### BEGIN SOLUTION\n    ### HINT: use "keepdim=True" \\ not \'keepdims\'\n    pass\n'
-              '    ### END SOLUTION')
+    source = (
+        "    ### BEGIN SOLUTION\n    ### HINT: use \"keepdim=True\" \\ not 'keepdims'\n    pass\n    ### END SOLUTION"
+    )
     stub = strip_solutions(source)
-    assert ast.literal_eval(stub.strip().removeprefix("raise NotImplementedError(").removesuffix(")")) == \
-        'use "keepdim=True" \\ not \'keepdims\''
+    assert (
+        ast.literal_eval(stub.strip().removeprefix("raise NotImplementedError(").removesuffix(")"))
+        == "use \"keepdim=True\" \\ not 'keepdims'"
+    )
 
 
-@pytest.mark.parametrize("source, message", [
-    ("x = 1\n### END SOLUTION", r"line 2: '### END SOLUTION' without a '### BEGIN SOLUTION'"),
-    ("### BEGIN SOLUTION\nx = 1", r"line 1: '### BEGIN SOLUTION' is never closed"),
-    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n### END SOLUTION", r"line 2: .*inside the region"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("x = 1\n### END SOLUTION", r"line 2: '### END SOLUTION' without a '### BEGIN SOLUTION'"),
+        ("### BEGIN SOLUTION\nx = 1", r"line 1: '### BEGIN SOLUTION' is never closed"),
+        ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION\n### END SOLUTION", r"line 2: .*inside the region"),
+    ],
+)
 def test_unbalanced_markers_are_clear_errors(source, message):
     nb = v4.new_notebook(cells=[v4.new_markdown_cell("hi"), v4.new_code_cell(source)])
     with pytest.raises(CourseError, match=r"solutions/02_bad.ipynb, cell 1: " + message):
@@ -192,8 +208,11 @@ def test_unbalanced_markers_are_clear_errors(source, message):
 def test_stub_that_does_not_parse_is_an_error_naming_notebook_and_cell():
     source = "x = f(\n    ### BEGIN SOLUTION\n    1, 2\n    ### END SOLUTION\n)"
     nb = v4.new_notebook(cells=[v4.new_code_cell("a = 1"), v4.new_code_cell(source)])
-    with pytest.raises(CourseError, match=r"solutions/03_x.ipynb, cell 1: the learner version of this cell does "
-                                          r"not parse"):
+    with pytest.raises(
+        CourseError,
+        match=r"solutions/03_x.ipynb, cell 1: the learner version of this cell does "
+        r"not parse",
+    ):
         make_learner_notebook(nb, name="solutions/03_x.ipynb")
 
 
@@ -204,6 +223,7 @@ def test_magics_do_not_count_as_syntax_errors():
 
 
 # ---- files: build, stale_notebooks, the command line ------------------------------------------------
+
 
 def write_solutions(root: Path, names=("01_a.ipynb", "02_b.ipynb")) -> tuple[Path, Path]:
     solutions, notebooks = root / "solutions", root / "notebooks"
@@ -253,16 +273,23 @@ def test_cells_without_ids_get_deterministic_ids(tmp_path):
 
 def test_stale_notebooks_reports_every_kind_of_drift(tmp_path):
     solutions, notebooks = write_solutions(tmp_path)
-    assert stale_notebooks(solutions, notebooks) == [solutions / "01_a.ipynb", notebooks / "01_a.ipynb",
-                                                     solutions / "02_b.ipynb", notebooks / "02_b.ipynb"]
+    assert stale_notebooks(solutions, notebooks) == [
+        solutions / "01_a.ipynb",
+        notebooks / "01_a.ipynb",
+        solutions / "02_b.ipynb",
+        notebooks / "02_b.ipynb",
+    ]
     build(solutions, notebooks)
     edited = nbformat.read(notebooks / "01_a.ipynb", as_version=4)
     edited.cells[1].source += "\n# a learner's edit"
     nbformat.write(edited, notebooks / "01_a.ipynb")
     (notebooks / "02_b.ipynb").unlink()
     nbformat.write(v4.new_notebook(), notebooks / "09_orphan.ipynb")
-    assert stale_notebooks(solutions, notebooks) == [notebooks / "01_a.ipynb", notebooks / "02_b.ipynb",
-                                                     notebooks / "09_orphan.ipynb"]
+    assert stale_notebooks(solutions, notebooks) == [
+        notebooks / "01_a.ipynb",
+        notebooks / "02_b.ipynb",
+        notebooks / "09_orphan.ipynb",
+    ]
 
 
 def test_cli_check_and_build(tmp_path, capsys):
@@ -297,6 +324,7 @@ def test_module_runs_as_a_script(tmp_path, monkeypatch, capsys):
 
 
 # ---- the drift test over the real repository ------------------------------------------------------------
+
 
 def test_learner_notebooks_are_up_to_date():
     """Every solutions/*.ipynb has its generated notebooks/ twin, byte for byte, and no learner

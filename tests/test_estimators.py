@@ -41,8 +41,8 @@ def test_sequence_log_probs_uniform_and_by_hand():
     # position 0 logits [log 1, log 2, log 1] -> probs [1/4, 1/2, 1/4]; position 1 uniform
     logits = torch.tensor([[0.0, math.log(2.0), 0.0], [0.0, 0.0, 0.0]])
     probs = sequence_log_probs(logits, responses).exp()
-    assert torch.allclose(probs[5], torch.tensor(1 / 2 * 1 / 3))   # response [1, 2]
-    assert torch.allclose(probs[0], torch.tensor(1 / 4 * 1 / 3))   # response [0, 0]
+    assert torch.allclose(probs[5], torch.tensor(1 / 2 * 1 / 3))  # response [1, 2]
+    assert torch.allclose(probs[0], torch.tensor(1 / 4 * 1 / 3))  # response [0, 0]
     assert torch.allclose(probs.sum(), torch.tensor(1.0))
 
 
@@ -127,8 +127,9 @@ def test_gradient_estimates_are_unbiased_and_centred_ones_shrink_by_g_minus_1_ov
         gen = torch.Generator().manual_seed(group_size)
         plain = gradient_estimates(logits, SORT_REWARDS, group_size, 20000, lambda r: r, gen)
         gen = torch.Generator().manual_seed(group_size)
-        centred = gradient_estimates(logits, SORT_REWARDS, group_size, 20000,
-                                     lambda r: compute_deltas(r, "centered_rewards"), gen)
+        centred = gradient_estimates(
+            logits, SORT_REWARDS, group_size, 20000, lambda r: compute_deltas(r, "centered_rewards"), gen
+        )
         gen = torch.Generator().manual_seed(group_size)
         loo = gradient_estimates(logits, SORT_REWARDS, group_size, 20000, leave_one_out_deltas, gen)
         assert abs(estimator_stats(plain, exact)["scale"] - 1) < 0.05

@@ -23,14 +23,26 @@ SOLUTIONS = sorted((ROOT / "solutions").glob("*.ipynb"))
 # a measured-looking figure: a percentage, a duration or a size
 FIGURE = re.compile(r"(?<![\w.^/-])\d+(?:\.\d+)?\s?(?:%|s\b|ms\b|min\b|minutes?\b|seconds?\b|GB\b|MB\b|hours?\b)")
 # what may stand before a figure that is a target, a bound or a design fact rather than a measurement
-NOT_MEASURED_BEFORE = ("≥", "≤", "<", ">", "~", "under ", "within ", "at most ", "at least ", "every ",
-                       "budget of ", "than ")
+NOT_MEASURED_BEFORE = (
+    "≥",
+    "≤",
+    "<",
+    ">",
+    "~",
+    "under ",
+    "within ",
+    "at most ",
+    "at least ",
+    "every ",
+    "budget of ",
+    "than ",
+)
 
 
 def _figures(text: str) -> list[str]:
     out = []
     for match in FIGURE.finditer(text):
-        before = text[max(0, match.start() - 12):match.start()]
+        before = text[max(0, match.start() - 12) : match.start()]
         if any(before.rstrip().endswith(word.rstrip()) for word in NOT_MEASURED_BEFORE):
             continue
         out.append(match.group())
@@ -51,8 +63,10 @@ README_FACTS = {
 def test_readme_quotes_measured_figures_only_inside_generated_blocks():
     text = report.outside_blocks((ROOT / "README.md").read_text())
     stray = [f for f in _figures(text) if f not in README_FACTS]
-    assert not stray, (f"README quotes figures outside its generated blocks: {stray}. Put them in a results "
-                       f"block (minirl/report.py) or say it without a number")
+    assert not stray, (
+        f"README quotes figures outside its generated blocks: {stray}. Put them in a results "
+        f"block (minirl/report.py) or say it without a number"
+    )
 
 
 def _outputs_text(cell) -> str:
@@ -80,8 +94,10 @@ def test_notebook_text_quotes_only_figures_printed_above(path):
         elif cell["cell_type"] == "markdown":
             source = re.sub(r"\*\*Time\*\* ~\d+ min", "", source)  # an exercise's estimated time
             missing += [(index, f) for f in _figures(source) if _squash(f) not in printed]
-    assert not missing, (f"{path.name}: figures in the text that no output above prints (cell, figure): {missing}. "
-                         f"Print them (minirl.results.full_mode for full-mode figures) or leave the number out")
+    assert not missing, (
+        f"{path.name}: figures in the text that no output above prints (cell, figure): {missing}. "
+        f"Print them (minirl.results.full_mode for full-mode figures) or leave the number out"
+    )
 
 
 @pytest.mark.parametrize("path", SOLUTIONS, ids=lambda p: p.stem)
@@ -94,7 +110,8 @@ def test_notebook_says_its_mode_and_full_mode_cells_are_checked(path):
         source = "".join(cell["source"])
         if "notebook_banner(" in source or "full_mode(" in source:
             assert "nbval-check-output" in cell.get("metadata", {}).get("tags", []), (
-                f"{path.name}: a cell printing recorded figures must be tagged nbval-check-output:\n{source}")
+                f"{path.name}: a cell printing recorded figures must be tagged nbval-check-output:\n{source}"
+            )
             assert _outputs_text(cell).strip(), f"{path.name}: store the output of:\n{source}"
 
 
@@ -108,7 +125,8 @@ def test_every_record_says_how_it_was_made(path):
     assert data["name"] == path.stem
     assert re.fullmatch(r"[0-9a-f]{40}", data["commit"] or ""), f"{path.name}: commit {data['commit']!r}"
     assert data["command"] and data["figures"]
-    assert not data["dirty"], (f"{path.name} was measured with uncommitted changes to {data['dirty']}: "
-                               f"commit first, then measure")
+    assert not data["dirty"], (
+        f"{path.name} was measured with uncommitted changes to {data['dirty']}: commit first, then measure"
+    )
     if data["machine"].get("cores") is None:
         assert data.get("stale"), f"{path.name}: a record without its machine must say why (stale)"

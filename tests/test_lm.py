@@ -44,6 +44,7 @@ def _log_prob_scale(log_probs):
     |log π| in the batch; at least 1 nat, for a batch of near-certain tokens."""
     return max(1.0, log_probs.detach().abs().max().item())
 
+
 PROMPTS = [
     "Sort: 3 1 2",
     [{"role": "system", "content": "You sort numbers."}, {"role": "user", "content": "Sort these, please: 9 4 7 1 5"}],
@@ -63,11 +64,19 @@ def tiny():
 def _generate_with_log_probs(policy, prompts, group_size, temperature, seed=0):
     """Sample with ``generate`` and return the rollout and the log-probs generate itself used."""
     input_ids, attention_mask = policy.encode_prompts(prompts)
-    out = policy._generate(input_ids, attention_mask, group_size=group_size, do_sample=True, temperature=temperature,
-                           seed=seed, output_scores=True, return_dict_in_generate=True)
-    rollout = policy.completions_to_rollout(out.sequences[:, input_ids.shape[1]:], group_size)
+    out = policy._generate(
+        input_ids,
+        attention_mask,
+        group_size=group_size,
+        do_sample=True,
+        temperature=temperature,
+        seed=seed,
+        output_scores=True,
+        return_dict_in_generate=True,
+    )
+    rollout = policy.completions_to_rollout(out.sequences[:, input_ids.shape[1] :], group_size)
     scores = torch.stack(out.scores, dim=1)  # [(batch trial), pos, vocab]: logits / temperature
-    gen_tokens = out.sequences[:, input_ids.shape[1]:]
+    gen_tokens = out.sequences[:, input_ids.shape[1] :]
     gen = F.log_softmax(scores.float(), dim=-1).gather(-1, gen_tokens.unsqueeze(-1)).squeeze(-1)
     width = rollout.tokens.shape[-1]
     return rollout, gen.reshape(rollout.tokens.shape[0], group_size, -1)[..., :width]
@@ -105,8 +114,9 @@ def test_chat_template():
     tok = build_tiny_tokenizer()
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi there"}]
     text = tok.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
-    assert text == ("<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n"
-                    "<|im_start|>assistant\n")
+    assert text == (
+        "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi there<|im_end|>\n<|im_start|>assistant\n"
+    )
 
 
 def test_prompt_forms_and_left_padding(tiny):
@@ -198,8 +208,12 @@ def test_sampling_with_shared_prompt_cache_equals_plain():
 
 # Prompts that begin alike (a system message and a worked example) and differ in length.
 SHARED_BEGINNING = [
-    [{"role": "system", "content": "You sort numbers."}, {"role": "user", "content": "Sort: 3 1 2"},
-     {"role": "assistant", "content": "1 2 3"}, {"role": "user", "content": text}]
+    [
+        {"role": "system", "content": "You sort numbers."},
+        {"role": "user", "content": "Sort: 3 1 2"},
+        {"role": "assistant", "content": "1 2 3"},
+        {"role": "user", "content": text},
+    ]
     for text in ("Sort: 9 4", "Sort: 8 6 5 1 0 7", "Sort: 2 2 9")
 ]
 
@@ -302,8 +316,12 @@ def test_score_equals_generation_log_probs(tiny, temperature):
     assert scores.log_probs.requires_grad
     real = rollout.mask.bool()
     # generate's token-by-token passes with the KV cache vs one pass: the same sums in another order
-    assert_close_f32(scores.log_probs[real], gen_log_probs[real], terms=TINY_LOG_PROB_TERMS,
-                     scale=_log_prob_scale(gen_log_probs[real]))
+    assert_close_f32(
+        scores.log_probs[real],
+        gen_log_probs[real],
+        terms=TINY_LOG_PROB_TERMS,
+        scale=_log_prob_scale(gen_log_probs[real]),
+    )
     assert torch.isfinite(scores.log_probs).all() and torch.isfinite(scores.entropy).all()
     assert (scores.entropy >= 0).all() and (scores.entropy <= torch.log(torch.tensor(len(tiny.tokenizer))) + 1e-4).all()
 
@@ -347,6 +365,7 @@ def test_policy_is_a_module_that_deepcopies(tiny):
 
 # ---- the shipped SmolLM2-135M-Instruct -------------------------------------------------------------
 
+
 def _grads(policy, rollout):
     policy.zero_grad(set_to_none=True)
     (policy.score(PROMPTS, rollout, temperature=1.0).log_probs * rollout.mask).sum().backward()
@@ -372,7 +391,6 @@ def test_train_top_layers_freezes_the_rest_and_keeps_the_top_gradient():
     for bad in (0, 5, 2.0):
         with pytest.raises(ValueError, match="n_layers"):
             policy.train_top_layers(bad)
-
 
 
 @pytest.fixture(scope="module")
@@ -412,8 +430,10 @@ def test_smollm2_loads_from_the_float_copy_which_holds_the_gguf_weights(smollm2_
     # after it). A Q4_1 matrix of the top block and a float32 norm (the 272 tensors take 25 s; these two, 0.1 s).
     tensors = {t.name: t for t in GGUFReader(smollm2_gguf_path()).tensors}
     block = policy.model.model.layers[29]
-    for name, weight in (("blk.29.ffn_down.weight", block.mlp.down_proj.weight),
-                         ("blk.29.ffn_norm.weight", block.post_attention_layernorm.weight)):
+    for name, weight in (
+        ("blk.29.ffn_down.weight", block.mlp.down_proj.weight),
+        ("blk.29.ffn_norm.weight", block.post_attention_layernorm.weight),
+    ):
         t = tensors[name]
         want = torch.from_numpy(gguf.quants.dequantize(t.data, t.tensor_type).copy()).float()
         assert torch.equal(weight.detach(), want.reshape(weight.shape)), name
@@ -448,8 +468,12 @@ def test_smollm2_score_equals_generation_log_probs(smollm2):
     scores = smollm2.score(prompts, rollout, temperature=1.0)
     real = rollout.mask.bool()
     # generate's KV-cached passes vs one pass: the same sums in another order
-    assert_close_f32(scores.log_probs[real], gen_log_probs[real], terms=SMOLLM2_LOG_PROB_TERMS,
-                     scale=_log_prob_scale(gen_log_probs[real]))
+    assert_close_f32(
+        scores.log_probs[real],
+        gen_log_probs[real],
+        terms=SMOLLM2_LOG_PROB_TERMS,
+        scale=_log_prob_scale(gen_log_probs[real]),
+    )
     assert torch.isfinite(scores.log_probs).all() and torch.isfinite(scores.entropy).all()
 
 

@@ -22,9 +22,19 @@ def small_lm(seed=0):
 
 
 def run(policy, steps, seed=0, **kw):
-    config = TrainConfig(task=TASK, algo=lm_algorithm("grpo"), steps=steps, prompts_per_step=8, group_size=8,
-                         eval_every=0, eval_prompts=4, eval_sampled=False, progress=False, seed=seed,
-                         **{"learning_rate": 3e-3, **kw})
+    config = TrainConfig(
+        task=TASK,
+        algo=lm_algorithm("grpo"),
+        steps=steps,
+        prompts_per_step=8,
+        group_size=8,
+        eval_every=0,
+        eval_prompts=4,
+        eval_sampled=False,
+        progress=False,
+        seed=seed,
+        **{"learning_rate": 3e-3, **kw},
+    )
     return train(config, policy)
 
 
@@ -36,7 +46,8 @@ def test_lm_algorithm_changes_only_the_lm_knobs():
     algo = lm_algorithm("grpo")
     assert algo.name == "grpo" and algo.entropy_coef == 0 and algo.inner_epochs == 1 and algo.kl_coef == 0.02
     assert algo.with_(**{k: getattr(lm_algorithm("dapo"), k) for k in LM_CHANGES}) == algo.with_(
-        **{k: getattr(algo, k) for k in LM_CHANGES})
+        **{k: getattr(algo, k) for k in LM_CHANGES}
+    )
     assert lm_algorithm("dapo", kl_coef=0.0).aggregation == "token_mean"
 
 
@@ -81,8 +92,13 @@ MICRO_BATCH_TERMS = 600 + 2 * 2 * (64 + 128 + 64) + 99
 def test_micro_batches_give_the_whole_batch_gradient_on_a_causal_lm(aggregation):
     policy = small_lm()
     prompts = TASK.sample_prompts(5, torch.Generator().manual_seed(0))
-    texts = [["1, 2", "3", "0, 1, 2, 3"], ["2, 2", "", "1,1"], ["0", "3, 3", "x"], ["1, 3", "2", "0, 3"],
-             ["3, 2, 1", "1", "2, 3"]]  # responses of different lengths, each ending at its EOS
+    texts = [
+        ["1, 2", "3", "0, 1, 2, 3"],
+        ["2, 2", "", "1,1"],
+        ["0", "3, 3", "x"],
+        ["1, 3", "2", "0, 3"],
+        ["3, 2, 1", "1", "2, 3"],
+    ]  # responses of different lengths, each ending at its EOS
     rollout = policy.rollout_from_texts(prompts, texts)
     gen = torch.Generator().manual_seed(1)
     old = rollout_log_probs(policy, prompts, rollout) + 0.3 * torch.randn(rollout.tokens.shape, generator=gen)
@@ -104,9 +120,33 @@ def test_minirl_train_on_a_text_task_with_the_tiny_model(tmp_path, capsys):
     from minirl.cli import main
 
     png = tmp_path / "tiny.png"
-    assert main(["train", "--task", "text_sort", "--model", "tiny", "--steps", "2", "--sft-steps", "2",
-                 "--prompts-per-step", "4", "--group-size", "2", "--eval-prompts", "4", "--no-progress",
-                 "--trainable-layers", "2", "--plot", str(png)]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "--task",
+                "text_sort",
+                "--model",
+                "tiny",
+                "--steps",
+                "2",
+                "--sft-steps",
+                "2",
+                "--prompts-per-step",
+                "4",
+                "--group-size",
+                "2",
+                "--eval-prompts",
+                "4",
+                "--no-progress",
+                "--trainable-layers",
+                "2",
+                "--plot",
+                str(png),
+            ]
+        )
+        == 0
+    )
     out = capsys.readouterr().out
     assert "grpo seed 0 on tiny: 2 steps" in out and "held-out greedy accuracy" in out and "SFT warm start" in out
     assert png.stat().st_size > 10_000
@@ -122,8 +162,9 @@ def test_text_run_settings_are_the_recipe_with_the_command_line_on_top():
     base = ["train", "--task", "text_sort", "--model", "smollm2-135m", "--device", "cpu"]
     assert text_run_settings(parse(base)) == RUN_DEFAULTS["pretrained"]
     assert RUN_DEFAULTS["pretrained"]["trainable_layers"] == 10 and RUN_DEFAULTS["pretrained"]["kl_coef"] == 0.0
-    run = text_run_settings(parse(base + ["--trainable-layers", "all", "--set", "kl_coef=0.05", "--learning-rate",
-                                          "3e-5"]))
+    run = text_run_settings(
+        parse(base + ["--trainable-layers", "all", "--set", "kl_coef=0.05", "--learning-rate", "3e-5"])
+    )
     assert (run["trainable_layers"], run["kl_coef"], run["learning_rate"]) == (None, 0.05, 3e-5)
     assert text_run_settings(parse(base + ["--trainable-layers", "4"]))["trainable_layers"] == 4
     for bad in ("0", "-1", "some"):

@@ -17,6 +17,7 @@ def t(x):
 
 # ---- compute_deltas ---------------------------------------------------------------------------
 
+
 def test_deltas_hand_computed():
     r = t([[1.0, 2.0, 3.0, 6.0], [0.0, 0.0, 1.0, 1.0]])
     assert compute_deltas(r, "rewards") is r
@@ -59,6 +60,7 @@ def test_deltas_bad_input():
 
 
 # ---- compute_loss (the ladder) ----------------------------------------------------------------
+
 
 def test_naive_loss_value():
     lp = t([[[-1.0, -2.0], [-0.5, -0.5]]])  # [batch 1, trial 2, pos 2]
@@ -123,6 +125,7 @@ def test_compute_loss_bad_input():
 
 # ---- the naive loss is the REINFORCE estimator --------------------------------------------------
 
+
 def test_naive_gradient_equals_reinforce_estimator():
     """∇ of −mean(logπ·Δ) equals −(1/N) Σ Δ_i ∇ log π(y_i), computed sample by sample."""
     from minirl.model import TinyEncoderDecoder
@@ -140,7 +143,7 @@ def test_naive_gradient_equals_reinforce_estimator():
     n_terms = 2 * 4 * 3
     for b in range(2):
         for i in range(4):
-            logp_y = compute_log_probs(prompts[b:b + 1], responses[b:b + 1, i:i + 1], model).sum()
+            logp_y = compute_log_probs(prompts[b : b + 1], responses[b : b + 1, i : i + 1], model).sum()
             for acc, gr in zip(manual, torch.autograd.grad(logp_y, list(model.parameters()))):
                 acc -= deltas[b, i] * gr / n_terms
     # the same sum, sample by sample instead of batched (tests/tolerances.py): each entry adds 2 x 4 x 3 token
@@ -151,6 +154,7 @@ def test_naive_gradient_equals_reinforce_estimator():
 
 
 # ---- kl_estimate -----------------------------------------------------------------------------
+
 
 def test_kl_estimators_hand_computed():
     lp = t([math.log(0.5), math.log(0.25)])
@@ -210,6 +214,7 @@ def test_aggregate_empty_rows_stay_finite():
 
 
 # ---- policy_loss -----------------------------------------------------------------------------
+
 
 def test_policy_loss_equals_compute_loss_clipped_when_unmasked():
     torch.manual_seed(1)
@@ -303,8 +308,16 @@ def test_empty_mask_rows_give_finite_loss_and_grad():
     mask[0, 0, 0] = 1
     for agg in ["sequence_mean", "token_mean", "constant"]:
         for level in ["token", "sequence"]:
-            loss, m = policy_loss(lp, lp.detach() - 0.1, torch.ones(2, 2), mask, aggregation=agg,
-                                  ratio_level=level, ref_log_probs=lp.detach(), kl_coef=0.1)
+            loss, m = policy_loss(
+                lp,
+                lp.detach() - 0.1,
+                torch.ones(2, 2),
+                mask,
+                aggregation=agg,
+                ratio_level=level,
+                ref_log_probs=lp.detach(),
+                kl_coef=0.1,
+            )
             (g,) = torch.autograd.grad(loss, lp)
             assert math.isfinite(loss.item()) and torch.isfinite(g).all()
             assert all(math.isfinite(v) for v in m.values())
@@ -329,6 +342,7 @@ def test_policy_loss_bad_input_names_both_shapes():
 
 
 # ---- returns and GAE ---------------------------------------------------------------------------
+
 
 def test_discounted_returns_hand_computed():
     r = t([[0.0, 0.0, 10.0, 0.0]])
@@ -423,11 +437,14 @@ def test_bt_errors_name_the_argument():
 PC, PR, RC, RR = (torch.tensor(x) for x in ([-5.0, -8.0], [-7.0, -6.0], [-6.0, -8.0], [-6.0, -7.0]))
 
 
-@pytest.mark.parametrize("beta, want_loss, want_chosen, want_rejected", [
-    # log-ratios chosen [1, 0], rejected [−1, 1]; margins β·[2, −1]
-    (0.5, (softplus(-1.0) + softplus(0.5)) / 2, [0.5, 0.0], [-0.5, 0.5]),
-    (0.1, (softplus(-0.2) + softplus(0.1)) / 2, [0.1, 0.0], [-0.1, 0.1]),
-])
+@pytest.mark.parametrize(
+    "beta, want_loss, want_chosen, want_rejected",
+    [
+        # log-ratios chosen [1, 0], rejected [−1, 1]; margins β·[2, −1]
+        (0.5, (softplus(-1.0) + softplus(0.5)) / 2, [0.5, 0.0], [-0.5, 0.5]),
+        (0.1, (softplus(-0.2) + softplus(0.1)) / 2, [0.1, 0.0], [-0.1, 0.1]),
+    ],
+)
 def test_dpo_hand_numbers(beta, want_loss, want_chosen, want_rejected):
     loss, chosen, rejected = dpo_loss(PC, PR, RC, RR, beta)
     assert loss.item() == pytest.approx(want_loss, abs=1e-6)
@@ -470,8 +487,9 @@ def test_dpo_gradient_and_detached_rewards():
 
 
 def test_dpo_large_margins_are_finite():
-    loss, _, _ = dpo_loss(torch.tensor([-400.0]), torch.tensor([-5.0]), torch.tensor([-10.0]),
-                          torch.tensor([-6.0]), 0.5)
+    loss, _, _ = dpo_loss(
+        torch.tensor([-400.0]), torch.tensor([-5.0]), torch.tensor([-10.0]), torch.tensor([-6.0]), 0.5
+    )
     assert loss.item() == pytest.approx(195.5)
 
 

@@ -303,8 +303,18 @@ def test_greedy_success():
 # Training
 # ----------------------------------------------------------------------------------------------
 
-RECORD_KEYS = {"step", "episodes", "reward", "success_rate", "entropy", "loss", "value_loss", "clip_frac",
-               "exact_return", "wall_time"}
+RECORD_KEYS = {
+    "step",
+    "episodes",
+    "reward",
+    "success_rate",
+    "entropy",
+    "loss",
+    "value_loss",
+    "clip_frac",
+    "exact_return",
+    "wall_time",
+}
 
 
 @pytest.mark.parametrize("method, steps", [("reinforce_baseline", 60), ("ppo", 40)])
@@ -345,8 +355,9 @@ def test_training_is_deterministic():
 @pytest.mark.parametrize("method", MAZE_ALGORITHMS)
 def test_no_nan_over_seeds(method):
     for seed in range(5):
-        _, _, history = train_maze(short_run(method, steps=15, seed=seed, learning_rate=1.0, gamma=0.9,
-                                             normalize_advantages=True))
+        _, _, history = train_maze(
+            short_run(method, steps=15, seed=seed, learning_rate=1.0, gamma=0.9, normalize_advantages=True)
+        )
         values = [v for r in history.records + history.evals for v in r.values()]
         assert all(math.isfinite(v) for v in values), (method, seed)
 

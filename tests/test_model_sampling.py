@@ -142,5 +142,7 @@ def test_encode_by_hand_and_shared_by_both_models():
     policy = TinyEncoderDecoder(5, 4, 3, 3, generator=torch.Generator().manual_seed(0))
     reward_model = RewardModel.from_policy(policy)
     prompts = torch.tensor([[3, 1, 2], [0, 0, 4]])
-    assert torch.equal(encode(reward_model.embedding, reward_model.prompt_weights, prompts),  # the same code on
-                       encode(policy.embedding, policy.encode_weights, prompts))  # copies of the same numbers
+    assert torch.equal(
+        encode(reward_model.embedding, reward_model.prompt_weights, prompts),  # the same code on
+        encode(policy.embedding, policy.encode_weights, prompts),
+    )  # copies of the same numbers

@@ -38,8 +38,9 @@ def test_response_log_probs_sums_token_log_probs():
     # products at 3 positions, its 5-token softmax and the sum: ~25 terms, relative to the tokens' |log π|
     assert_close_f32(response_log_probs(model, prompts, responses), tokens.sum(-1), terms=25, scale=tokens)
     mask = torch.tensor([[1, 1, 0], [1, 0, 0]])
-    assert_close_f32(response_log_probs(model, prompts, responses, mask), (tokens * mask).sum(-1), terms=25,
-                     scale=tokens)
+    assert_close_f32(
+        response_log_probs(model, prompts, responses, mask), (tokens * mask).sum(-1), terms=25, scale=tokens
+    )
     grouped = response_log_probs(model, prompts, responses.unsqueeze(1))
     assert grouped.shape == (2, 1)
     with pytest.raises(ValueError, match="mask must have the shape of responses"):
@@ -50,9 +51,13 @@ def test_response_log_probs_sums_token_log_probs():
 
 
 def test_pairwise_accuracy_by_hand():
-    pairs = PreferencePairs(prompts=torch.zeros(4, 1, dtype=torch.long),
-                            chosen=torch.tensor([[3], [1], [2], [0]]), rejected=torch.tensor([[1], [3], [2], [2]]),
-                            true_margin=torch.ones(4), flipped=torch.zeros(4, dtype=torch.bool))
+    pairs = PreferencePairs(
+        prompts=torch.zeros(4, 1, dtype=torch.long),
+        chosen=torch.tensor([[3], [1], [2], [0]]),
+        rejected=torch.tensor([[1], [3], [2], [2]]),
+        true_margin=torch.ones(4),
+        flipped=torch.zeros(4, dtype=torch.bool),
+    )
 
     def score(prompts, responses):  # the response's token is its reward
         return responses[..., 0].float()
@@ -99,16 +104,18 @@ def test_pairs_from_a_policy_and_a_custom_scorer():
     def first_token(prompts, responses):
         return responses[..., 0].float()
 
-    pairs = make_preference_pairs(TASK, 50, torch.Generator().manual_seed(0), scorer=first_token, noise=0.0,
-                                  policy=policy)
+    pairs = make_preference_pairs(
+        TASK, 50, torch.Generator().manual_seed(0), scorer=first_token, noise=0.0, policy=policy
+    )
     assert (pairs.chosen[:, 0] > pairs.rejected[:, 0]).all()
     torch.testing.assert_close(pairs.true_margin, (pairs.chosen[:, 0] - pairs.rejected[:, 0]).float())
 
 
 def test_pairs_error_when_everything_ties():
     with pytest.raises(ValueError, match="nearly always tie"):
-        make_preference_pairs(TASK, 10, torch.Generator().manual_seed(0), scorer=lambda p, r: torch.zeros(
-            r.shape[:2]), max_rounds=3)
+        make_preference_pairs(
+            TASK, 10, torch.Generator().manual_seed(0), scorer=lambda p, r: torch.zeros(r.shape[:2]), max_rounds=3
+        )
     with pytest.raises(ValueError, match="noise must be a probability"):
         make_preference_pairs(TASK, 10, noise=1.5)
 

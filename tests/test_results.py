@@ -42,8 +42,15 @@ def test_show_prints_the_provenance_and_missing_records_name_the_file(tmp_path, 
 def test_history_figures_summarise_a_run():
     h = History(label="grpo", seed=1)
     for step in range(1, 11):
-        h.log(step=step, reward=step / 10, wall_time=2.0 * step, gen_seconds=0.5, update_seconds=1.5,
-              tokens_per_second=100.0, zero_variance_groups=0.25)
+        h.log(
+            step=step,
+            reward=step / 10,
+            wall_time=2.0 * step,
+            gen_seconds=0.5,
+            update_seconds=1.5,
+            tokens_per_second=100.0,
+            zero_variance_groups=0.25,
+        )
     h.log_eval(step=10, greedy_exact=0.9)
     f = history_figures(h)
     assert f["steps"] == 10 and f["train_seconds"] == 20.0 and f["s_per_step"] == 2.0
@@ -73,10 +80,18 @@ def test_ladder_and_train_save_their_figures(tmp_path, monkeypatch):
     monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
     assert main(["ladder", "--seeds", "1", "--steps", "4", "--workers", "1", "--no-progress", "--save"]) == 0
     ladder = load("ladder")
-    assert set(ladder["figures"]["rungs"]) == {"naive", "baselined", "normalized", "unclipped", "clipped",
-                                               "clipped_entropy"}
+    assert set(ladder["figures"]["rungs"]) == {
+        "naive",
+        "baselined",
+        "normalized",
+        "unclipped",
+        "clipped",
+        "clipped_entropy",
+    }
     assert "greedy accuracy" in ladder["figures"]["summary"] and ladder["seeds"] == [0]
-    assert main(["train", "--task", "sorting", "--steps", "3", "--eval-every", "0", "--no-progress",
-                 "--save", "mine"]) == 0
+    assert (
+        main(["train", "--task", "sorting", "--steps", "3", "--eval-every", "0", "--no-progress", "--save", "mine"])
+        == 0
+    )
     run = load("mine")["figures"]["runs"]["grpo"][0]
     assert run["steps"] == 3 and run["evals"][-1]["step"] == 3.0

@@ -14,6 +14,7 @@ from toy_envs.sorting import (
 
 # ---- the list rewards on hand-computed cases -------------------------------------------------
 
+
 @pytest.mark.parametrize(
     "prompt, response, expected",
     [
@@ -67,6 +68,7 @@ def test_rewards_return_float_and_accept_tensors():
 
 
 # ---- the task: vectorised rewards equal the list functions -----------------------------------
+
 
 @pytest.mark.parametrize("reward", sorted(REWARDS))
 @pytest.mark.parametrize("vocab_size, length", [(5, 3), (10, 5), (3, 6)])
@@ -131,6 +133,7 @@ def test_format_example():
 
 
 # ---- bad input --------------------------------------------------------------------------------
+
 
 def test_bad_task_arguments():
     with pytest.raises(ValueError, match="vocab_size must be an int >= 2; got 1"):

@@ -155,33 +155,36 @@ def test_few_shot_examples(cls):
 # -- parsing ----------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("1, 3, 7", (1, 3, 7)),
-    ("1,3,7", (1, 3, 7)),
-    ("  1 ,3,  7 \n", (1, 3, 7)),
-    ("\n1, 3, 7", (1, 3, 7)),
-    ("01, 3, 7", (1, 3, 7)),
-    ("5", (5,)),
-    ("1, 2, 3, 4", (1, 2, 3, 4)),
-    ("12345678901234567890, 1", (12345678901234567890, 1)),
-    ("1, 3, 7.", None),
-    ("[1, 3, 7]", None),
-    ("1 3 7", None),
-    ("1, 3,, 7", None),
-    ("1, 3, 7,", None),
-    (",1, 3, 7", None),
-    ("1,\n3, 7", None),
-    ("1, -3, 7", None),
-    ("1, 3.5, 7", None),
-    ("The answer is 1, 3, 7", None),
-    ("١, ٣, ٧", None),  # Arabic-Indic digits
-    ("１, ３, ７", None),  # full-width digits
-    ("", None),
-    ("   ", None),
-    ("9" * 101, None),
-    ("9" * 100, (int("9" * 100),)),
-    ("9" * 5000, None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("1, 3, 7", (1, 3, 7)),
+        ("1,3,7", (1, 3, 7)),
+        ("  1 ,3,  7 \n", (1, 3, 7)),
+        ("\n1, 3, 7", (1, 3, 7)),
+        ("01, 3, 7", (1, 3, 7)),
+        ("5", (5,)),
+        ("1, 2, 3, 4", (1, 2, 3, 4)),
+        ("12345678901234567890, 1", (12345678901234567890, 1)),
+        ("1, 3, 7.", None),
+        ("[1, 3, 7]", None),
+        ("1 3 7", None),
+        ("1, 3,, 7", None),
+        ("1, 3, 7,", None),
+        (",1, 3, 7", None),
+        ("1,\n3, 7", None),
+        ("1, -3, 7", None),
+        ("1, 3.5, 7", None),
+        ("The answer is 1, 3, 7", None),
+        ("١, ٣, ٧", None),  # Arabic-Indic digits
+        ("１, ３, ７", None),  # full-width digits
+        ("", None),
+        ("   ", None),
+        ("9" * 101, None),
+        ("9" * 100, (int("9" * 100),)),
+        ("9" * 5000, None),
+    ],
+)
 def test_sort_parse_answer(text, expected):
     assert TextSortTask().parse_answer(text) == expected
 
@@ -192,19 +195,22 @@ def test_parse_answer_non_strings(garbage):
     assert TextAdditionTask().parse_answer(garbage) is None
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("81", (81,)),
-    (" 81\n", (81,)),
-    ("081", (81,)),
-    ("0", (0,)),
-    ("81.", None),
-    ("= 81", None),
-    ("1,000", None),
-    ("-3", None),
-    ("eighty-one", None),
-    ("81 apples", None),
-    ("", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("81", (81,)),
+        (" 81\n", (81,)),
+        ("081", (81,)),
+        ("0", (0,)),
+        ("81.", None),
+        ("= 81", None),
+        ("1,000", None),
+        ("-3", None),
+        ("eighty-one", None),
+        ("81 apples", None),
+        ("", None),
+    ],
+)
 def test_addition_parse_answer(text, expected):
     assert TextAdditionTask().parse_answer(text) == expected
 
@@ -261,8 +267,11 @@ def test_fuzz_never_raises(cls):
         if kind < 0.4:
             return "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 20)))
         if kind < 0.7:
-            return "".join(chr(rng.randrange(0, 0x110000)) for _ in range(rng.randrange(0, 10))
-                           ).encode("utf-8", "replace").decode("utf-8", "replace")
+            return (
+                "".join(chr(rng.randrange(0, 0x110000)) for _ in range(rng.randrange(0, 10)))
+                .encode("utf-8", "replace")
+                .decode("utf-8", "replace")
+            )
         return ", ".join(str(rng.randrange(0, 10 ** rng.randrange(1, 30))) for _ in range(rng.randrange(1, 5)))
 
     prompts = task.sample_prompts(40, gen())

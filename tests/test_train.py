@@ -17,8 +17,9 @@ TASK = SortingTask(vocab_size=5, length=3)
 
 
 def quick(algo="grpo", seed=0, steps=20, **kw):
-    return TrainConfig(task=TASK, algo=algo, steps=steps, seed=seed, progress=False, eval_every=10,
-                       eval_prompts=200, **kw)
+    return TrainConfig(
+        task=TASK, algo=algo, steps=steps, seed=seed, progress=False, eval_every=10, eval_prompts=200, **kw
+    )
 
 
 TIMINGS = {"wall_time", "gen_seconds", "update_seconds", "tokens_per_second"}
@@ -48,16 +49,38 @@ def test_grpo_learns_to_sort_three_numbers():
 @pytest.mark.parametrize("algo", sorted(ALGORITHMS))
 def test_every_preset_stays_finite_over_20_seeds(algo):
     for seed in range(20):
-        _, h = train(TrainConfig(task=TASK, algo=algo, steps=6, seed=seed, progress=False, eval_every=0,
-                                 eval_prompts=50, prompts_per_step=8, group_size=4))
+        _, h = train(
+            TrainConfig(
+                task=TASK,
+                algo=algo,
+                steps=6,
+                seed=seed,
+                progress=False,
+                eval_every=0,
+                eval_prompts=50,
+                prompts_per_step=8,
+                group_size=4,
+            )
+        )
         for r in h.records:
             assert all(math.isfinite(v) for v in r.values()), (algo, seed, r)
 
 
 def test_history_records_every_metric():
     _, h = train(quick("dapo", steps=5))
-    for name in ["step", "reward", "exact_match", "loss", "kl", "clip_frac_low", "clip_frac_high",
-                 "ratio_mean", "entropy", "grad_norm", "wall_time"]:
+    for name in [
+        "step",
+        "reward",
+        "exact_match",
+        "loss",
+        "kl",
+        "clip_frac_low",
+        "clip_frac_high",
+        "ratio_mean",
+        "entropy",
+        "grad_norm",
+        "wall_time",
+    ]:
         assert len(h[name]) == 5, name
     assert h.evals[0]["step"] == 0 and h.evals[-1]["step"] == 5
     assert set(h.evals[0]) >= {"greedy_exact", "sampled_exact", "greedy_position_acc", "sampled_position_acc"}
@@ -112,8 +135,16 @@ def test_supervised_reaches_the_ceiling_quickly():
 
 def test_supervised_periodic_evaluation_and_demonstrations():
     wrong_middle = lambda p: TASK.sorted_responses(p).index_fill(1, torch.tensor([1]), 0)  # noqa: E731
-    _, h = train_supervised(TASK, steps=60, batch_size=32, learning_rate=0.01, eval_every=25, eval_prompts=200,
-                            demonstrations=wrong_middle, label="imitate")
+    _, h = train_supervised(
+        TASK,
+        steps=60,
+        batch_size=32,
+        learning_rate=0.01,
+        eval_every=25,
+        eval_prompts=200,
+        demonstrations=wrong_middle,
+        label="imitate",
+    )
     assert [e["step"] for e in h.evals] == [0, 25, 50, 60] and h.label == "imitate"
     assert h.evals[0]["greedy_exact"] < 0.2  # an untrained model
     # imitating answers whose middle token is always 0: right only where the sorted middle is 0 (~10% of prompts)
@@ -190,8 +221,16 @@ def test_kl_old_is_k3_between_the_sampler_and_the_updated_policy():
     with torch.no_grad():
         old = compute_log_probs(prompts, responses, model)
     algo = ALGORITHMS["unclipped"].with_(inner_epochs=3)
-    out = policy_update(model, torch.optim.Adam(model.parameters(), lr=0.01), algo, prompts, responses, old,
-                        advantages, measure_kl_old=True)
+    out = policy_update(
+        model,
+        torch.optim.Adam(model.parameters(), lr=0.01),
+        algo,
+        prompts,
+        responses,
+        old,
+        advantages,
+        measure_kl_old=True,
+    )
     with torch.no_grad():
         log_ratio = compute_log_probs(prompts, responses, model) - old  # log π_θ / π_old
     want = float((log_ratio.exp() - 1 - log_ratio).mean())
@@ -199,8 +238,9 @@ def test_kl_old_is_k3_between_the_sampler_and_the_updated_policy():
     # k3 = ρ − 1 − log ρ cancels terms of size 1 down to ~1e-3, so its rounding is relative to 1, not to the KL
     # (tests/tolerances.py): 12 tokens, and the toy model's width-32 dot products at 3 positions, forward
     assert_close_f32(out["kl_old"], want, terms=12 + 32 * 3 + 5, scale=1.0)
-    assert "kl_old" not in policy_update(model, torch.optim.Adam(model.parameters()), algo, prompts, responses,
-                                         old, advantages)
+    assert "kl_old" not in policy_update(
+        model, torch.optim.Adam(model.parameters()), algo, prompts, responses, old, advantages
+    )
 
 
 def test_kl_is_measured_when_beta_is_zero_and_left_out_when_not_measured():

@@ -33,8 +33,18 @@ VARIABLE = ("dapo_var", "drgrpo_var")
 
 
 def _toy_history(name):
-    return train(TrainConfig(steps=30, prompts_per_step=16, group_size=8, eval_every=10, eval_prompts=200,
-                             progress=False, seed=3, **CASES[name]))[1]
+    return train(
+        TrainConfig(
+            steps=30,
+            prompts_per_step=16,
+            group_size=8,
+            eval_every=10,
+            eval_prompts=200,
+            progress=False,
+            seed=3,
+            **CASES[name],
+        )
+    )[1]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -84,8 +94,18 @@ def _grads(policy) -> torch.Tensor:
 
 def _update_grad(policy, algo, prompts, rollout, old, advantages, ref, micro_batch_size):
     optimizer = torch.optim.SGD(policy.parameters(), lr=0.0)  # leaves the weights, keeps .grad
-    metrics = policy_update(policy, optimizer, algo, prompts, rollout, old, advantages, ref_log_probs=ref,
-                            max_grad_norm=None, micro_batch_size=micro_batch_size)
+    metrics = policy_update(
+        policy,
+        optimizer,
+        algo,
+        prompts,
+        rollout,
+        old,
+        advantages,
+        ref_log_probs=ref,
+        max_grad_norm=None,
+        micro_batch_size=micro_batch_size,
+    )
     return _grads(policy), metrics
 
 
@@ -110,8 +130,9 @@ def test_micro_batches_give_the_whole_batch_gradient_on_responses_of_different_l
     rollout = Rollout(rollout.tokens, task.response_mask(rollout.tokens), rollout.answers, rollout.max_length)
     lengths = rollout.mask.sum(-1)
     assert lengths.min() < lengths.max()  # the reweighting trap needs responses of different lengths
-    algo = ALGORITHMS["grpo"].with_(aggregation=aggregation, ratio_level=ratio_level, kl_coef=0.1,
-                                    entropy_coef=0.1, inner_epochs=1)
+    algo = ALGORITHMS["grpo"].with_(
+        aggregation=aggregation, ratio_level=ratio_level, kl_coef=0.1, entropy_coef=0.1, inner_epochs=1
+    )
     whole, m_whole = _update_grad(policy, algo, prompts, rollout, old, advantages, ref, None)
     for micro in (1, 3, 4):
         part, m_part = _update_grad(policy, algo, prompts, rollout, old, advantages, ref, micro)
@@ -133,16 +154,30 @@ def test_normalising_each_micro_batch_by_its_own_tokens_would_change_the_gradien
     per_token = torch.tensor([[[1.0, 1.0, 1.0, 1.0]], [[5.0, 0.0, 0.0, 0.0]]])
     mask = torch.tensor([[[1.0, 1.0, 1.0, 1.0]], [[1.0, 0.0, 0.0, 0.0]]])
     whole = aggregate(per_token, mask, "token_mean")
-    per_slice = sum(aggregate(per_token[i:i + 1], mask[i:i + 1], "token_mean") for i in range(2)) / 2
-    global_counts = sum(aggregate(per_token[i:i + 1], mask[i:i + 1], "token_mean", n_tokens=5.0) for i in range(2))
+    per_slice = sum(aggregate(per_token[i : i + 1], mask[i : i + 1], "token_mean") for i in range(2)) / 2
+    global_counts = sum(aggregate(per_token[i : i + 1], mask[i : i + 1], "token_mean", n_tokens=5.0) for i in range(2))
     assert whole == pytest.approx(9 / 5) and global_counts == pytest.approx(9 / 5)
     assert per_slice == pytest.approx(3.0)
 
 
 def test_train_with_micro_batches_matches_train_without():
     task = VariableLengthSortingTask(vocab_size=6, max_length=4)
-    runs = [train(TrainConfig(task=task, algo="dr_grpo", steps=5, prompts_per_step=8, group_size=4, eval_every=0,
-                              eval_prompts=50, progress=False, micro_batch_size=mb))[1] for mb in (None, 3)]
+    runs = [
+        train(
+            TrainConfig(
+                task=task,
+                algo="dr_grpo",
+                steps=5,
+                prompts_per_step=8,
+                group_size=4,
+                eval_every=0,
+                eval_prompts=50,
+                progress=False,
+                micro_batch_size=mb,
+            )
+        )[1]
+        for mb in (None, 3)
+    ]
     for a, b in zip(runs[0].records, runs[1].records):
         assert b["reward"] == a["reward"]  # the same samples: the same rewards, exactly
         # the drift of float32 rounding along a run, as in test_toy_histories_match_the_loop_before_the_policy_contract

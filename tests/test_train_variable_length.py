@@ -14,8 +14,17 @@ TASK = VariableLengthSortingTask(vocab_size=4, max_length=3, min_length=1)  # 6 
 
 
 def quick(algo="grpo", steps=20, task=TASK, eval_every=0):
-    return TrainConfig(task=task, algo=algo, steps=steps, seed=0, progress=False, eval_every=eval_every,
-                       eval_prompts=200, prompts_per_step=32, group_size=8)
+    return TrainConfig(
+        task=task,
+        algo=algo,
+        steps=steps,
+        seed=0,
+        progress=False,
+        eval_every=eval_every,
+        eval_prompts=200,
+        prompts_per_step=32,
+        group_size=8,
+    )
 
 
 def test_model_is_sized_by_the_task():
@@ -40,6 +49,7 @@ def test_grpo_learns_variable_length_sorting():
 
 def test_aggregations_coincide_at_equal_lengths_and_differ_with_a_mask():
     """All responses of SortingTask have the same length, so sequence_mean == token_mean; with EOS they do not."""
+
     def first_grad_norm(task, aggregation):
         algo = ALGORITHMS["grpo"].with_(aggregation=aggregation, kl_coef=0.0, entropy_coef=0.0, inner_epochs=1)
         return train(quick(algo, steps=1, task=task))[1]["grad_norm"][0]  # the loss itself is ≈ 0 at ρ = 1

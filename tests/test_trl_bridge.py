@@ -46,9 +46,16 @@ def test_grpo_config_kwargs_maps_the_presets():
     assert dr["loss_type"] == "dr_grpo" and dr["scale_rewards"] == "none"
 
 
-@pytest.mark.parametrize("algo, words", [("naive", "no baseline"), ("baselined", "no clipping"),
-                                         ("normalized", "no clipping"), ("grpo_process", "one per response"),
-                                         ("unclipped", "no clipping")])
+@pytest.mark.parametrize(
+    "algo, words",
+    [
+        ("naive", "no baseline"),
+        ("baselined", "no clipping"),
+        ("normalized", "no clipping"),
+        ("grpo_process", "one per response"),
+        ("unclipped", "no clipping"),
+    ],
+)
 def test_grpo_config_kwargs_refuses_what_trl_lacks(algo, words):
     with pytest.raises(ValueError, match=words):
         grpo_config_kwargs(ALGORITHMS[algo], 8)

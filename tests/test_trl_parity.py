@@ -39,10 +39,20 @@ GROUP = 4
 def _config(tmp_path, algo: AlgoConfig, **overrides):
     from trl import GRPOConfig
 
-    fields = dict(output_dir=str(tmp_path / "trl"), report_to="none", use_cpu=True, bf16=False,
-                  activation_checkpointing=False, per_device_train_batch_size=GROUP * len(PROMPTS),
-                  num_generations=GROUP, temperature=TEMPERATURE, save_strategy="no", seed=0,
-                  disable_tqdm=True, logging_steps=1)
+    fields = dict(
+        output_dir=str(tmp_path / "trl"),
+        report_to="none",
+        use_cpu=True,
+        bf16=False,
+        activation_checkpointing=False,
+        per_device_train_batch_size=GROUP * len(PROMPTS),
+        num_generations=GROUP,
+        temperature=TEMPERATURE,
+        save_strategy="no",
+        seed=0,
+        disable_tqdm=True,
+        logging_steps=1,
+    )
     fields.update(grpo_config_kwargs(algo, MAX_LENGTH))
     fields.update(overrides)
     return GRPOConfig(**fields)
@@ -127,10 +137,13 @@ def test_trl_loss_and_gradient_equal_policy_loss(name, model_dir, batch, tmp_pat
 
     algo = VARIANTS[name]
     rollout, old, ref, advantages = batch
-    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=[lambda completions, **kw: [0.0] * len(completions)],
-                          args=_config(tmp_path, algo),
-                          train_dataset=datasets.Dataset.from_dict({"prompt": PROMPTS}),
-                          processing_class=load_policy(model_dir).tokenizer)
+    trainer = GRPOTrainer(
+        model=str(model_dir),
+        reward_funcs=[lambda completions, **kw: [0.0] * len(completions)],
+        args=_config(tmp_path, algo),
+        train_dataset=datasets.Dataset.from_dict({"prompt": PROMPTS}),
+        processing_class=load_policy(model_dir).tokenizer,
+    )
     trainer.model.eval()  # a single optimizer step on the whole batch: no gradient-accumulation division
     policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)  # the same weights, minirl's copy
 
@@ -139,8 +152,15 @@ def test_trl_loss_and_gradient_equal_policy_loss(name, model_dir, batch, tmp_pat
     trl_loss.backward()
 
     scores = policy.score(PROMPTS, rollout, temperature=TEMPERATURE)
-    loss, metrics = policy_loss(scores.log_probs, old, advantages, rollout.mask, **algo.policy_loss_kwargs(),
-                                ref_log_probs=ref if algo.kl_coef else None, max_length=MAX_LENGTH)
+    loss, metrics = policy_loss(
+        scores.log_probs,
+        old,
+        advantages,
+        rollout.mask,
+        **algo.policy_loss_kwargs(),
+        ref_log_probs=ref if algo.kl_coef else None,
+        max_length=MAX_LENGTH,
+    )
     if algo.entropy_coef:
         mask = rollout.mask
         loss = loss - algo.entropy_coef * (scores.entropy * mask).sum() / mask.sum()
@@ -162,9 +182,13 @@ def test_trl_advantages_are_compute_deltas_with_its_epsilon(model_dir, tmp_path)
         return values
 
     algo = ALGORITHMS["grpo"].with_(entropy_coef=0.0, kl_coef=0.0)
-    trainer = GRPOTrainer(model=str(model_dir), reward_funcs=[reward], args=_config(tmp_path, algo),
-                          train_dataset=datasets.Dataset.from_dict({"prompt": PROMPTS}),
-                          processing_class=load_policy(model_dir).tokenizer)
+    trainer = GRPOTrainer(
+        model=str(model_dir),
+        reward_funcs=[reward],
+        args=_config(tmp_path, algo),
+        train_dataset=datasets.Dataset.from_dict({"prompt": PROMPTS}),
+        processing_class=load_policy(model_dir).tokenizer,
+    )
     inputs = trainer._generate_and_score_completions([{"prompt": p} for p in PROMPTS for _ in range(GROUP)])
     rewards = torch.tensor(seen[-1]).reshape(len(PROMPTS), GROUP)
     assert rewards.std(dim=1).min() > 0 or rewards.std(dim=1).max() > 0
@@ -223,20 +247,40 @@ def _micro_batched_step(name_or_algo, model_dir, batch, tmp_path, **overrides):
     algo = MICRO_VARIANTS[name_or_algo] if isinstance(name_or_algo, str) else name_or_algo
     rollout, old, ref, advantages = batch
     policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
-    config = TrainConfig(task=recipe_task("pretrained"), algo=algo, steps=1, prompts_per_step=len(PROMPTS),
-                         group_size=GROUP, micro_batch_size=1, learning_rate=1e-3, lr_schedule="constant",
-                         max_grad_norm=None, temperature=TEMPERATURE, seed=0, progress=False)
-    trainer = grpo_trainer(config, str(model_dir), policy.tokenizer, MAX_LENGTH, output_dir=str(tmp_path / "trl"),
-                           **overrides)
+    config = TrainConfig(
+        task=recipe_task("pretrained"),
+        algo=algo,
+        steps=1,
+        prompts_per_step=len(PROMPTS),
+        group_size=GROUP,
+        micro_batch_size=1,
+        learning_rate=1e-3,
+        lr_schedule="constant",
+        max_grad_norm=None,
+        temperature=TEMPERATURE,
+        seed=0,
+        progress=False,
+    )
+    trainer = grpo_trainer(
+        config, str(model_dir), policy.tokenizer, MAX_LENGTH, output_dir=str(tmp_path / "trl"), **overrides
+    )
     assert trainer.args.gradient_accumulation_steps == len(PROMPTS) == trainer.args.steps_per_generation
     kl_ref = ref if algo.kl_coef else None
     trl_loss, trl_grads, tokens = _one_trl_optimizer_step(
-        trainer, trl_loss_inputs(policy, PROMPTS, rollout, advantages, old, kl_ref))
+        trainer, trl_loss_inputs(policy, PROMPTS, rollout, advantages, old, kl_ref)
+    )
     assert len(tokens) == len(PROMPTS) and sum(tokens) == int(rollout.mask.sum())
 
     scores = policy.score(PROMPTS, rollout, temperature=TEMPERATURE)
-    loss, metrics = policy_loss(scores.log_probs, old, advantages, rollout.mask, **algo.policy_loss_kwargs(),
-                                ref_log_probs=kl_ref, max_length=MAX_LENGTH)
+    loss, metrics = policy_loss(
+        scores.log_probs,
+        old,
+        advantages,
+        rollout.mask,
+        **algo.policy_loss_kwargs(),
+        ref_log_probs=kl_ref,
+        max_length=MAX_LENGTH,
+    )
     loss.backward()
     assert 0 < metrics["clip_frac_low"] + metrics["clip_frac_high"] < 1  # the clip is active on some tokens
     return trl_loss, trl_grads, loss.item(), _gradients(policy.model), tokens
@@ -252,8 +296,7 @@ def test_grpo_trainer_micro_batches_add_up_to_the_whole_batch(name, model_dir, b
 def test_trl_bnpo_normalises_each_micro_batch_by_its_own_tokens(model_dir, batch, tmp_path):
     """Why token_mean is "dapo": TRL's "bnpo" under accumulation is not the whole batch's token mean (its
     micro-batches here hold different token counts, and the gap is far above rounding)."""
-    trl_loss, trl_grads, loss, grads, tokens = _micro_batched_step("dapo", model_dir, batch, tmp_path,
-                                                                   loss_type="bnpo")
+    trl_loss, trl_grads, loss, grads, tokens = _micro_batched_step("dapo", model_dir, batch, tmp_path, loss_type="bnpo")
     assert len(set(tokens)) > 1, tokens
     scale = max(float(g.abs().max()) for g in grads.values())
     gap = max(float((trl_grads[name] - g).abs().max()) for name, g in grads.items())
@@ -267,12 +310,24 @@ def test_grpo_trainer_refuses_an_entropy_bonus_over_micro_batches(model_dir, tmp
     from minirl.trl_bridge import grpo_trainer
 
     policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
-    config = TrainConfig(task=recipe_task("pretrained"), algo=_variant("grpo", entropy_coef=0.3), steps=1,
-                         prompts_per_step=2, group_size=2, micro_batch_size=1, progress=False)
+    config = TrainConfig(
+        task=recipe_task("pretrained"),
+        algo=_variant("grpo", entropy_coef=0.3),
+        steps=1,
+        prompts_per_step=2,
+        group_size=2,
+        micro_batch_size=1,
+        progress=False,
+    )
     with pytest.raises(ValueError, match="entropy bonus's mean per micro-batch"):
         grpo_trainer(config, policy.model, policy.tokenizer, MAX_LENGTH, output_dir=str(tmp_path))
-    grpo_trainer(dataclasses.replace(config, micro_batch_size=None), policy.model, policy.tokenizer, MAX_LENGTH,
-                 output_dir=str(tmp_path))
+    grpo_trainer(
+        dataclasses.replace(config, micro_batch_size=None),
+        policy.model,
+        policy.tokenizer,
+        MAX_LENGTH,
+        output_dir=str(tmp_path),
+    )
 
 
 def test_grpo_trainer_carries_the_train_config_over(tmp_path, model_dir):
@@ -282,23 +337,40 @@ def test_grpo_trainer_carries_the_train_config_over(tmp_path, model_dir):
     from minirl.trl_bridge import grpo_trainer, trl_history
 
     policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
-    config = TrainConfig(task=recipe_task("pretrained"), algo=lm_algorithm("dapo", kl_coef=0.0), steps=2,
-                         prompts_per_step=4, group_size=3, micro_batch_size=2, inner_epochs=2, learning_rate=2e-4,
-                         lr_schedule="constant", max_grad_norm=None,
-                         temperature=0.8, seed=3, progress=False)
+    config = TrainConfig(
+        task=recipe_task("pretrained"),
+        algo=lm_algorithm("dapo", kl_coef=0.0),
+        steps=2,
+        prompts_per_step=4,
+        group_size=3,
+        micro_batch_size=2,
+        inner_epochs=2,
+        learning_rate=2e-4,
+        lr_schedule="constant",
+        max_grad_norm=None,
+        temperature=0.8,
+        seed=3,
+        progress=False,
+    )
     trainer = grpo_trainer(config, policy.model, policy.tokenizer, MAX_LENGTH, output_dir=str(tmp_path))
     a = trainer.args
     assert (a.num_generations, a.per_device_train_batch_size, a.gradient_accumulation_steps) == (3, 6, 2)
     # TRL counts gradient steps: 2 batches of samples x 2 inner epochs
     assert (a.max_steps, a.num_iterations, a.learning_rate, a.lr_scheduler_type.value, a.max_grad_norm) == (
-        4, 2, 2e-4, "constant", 0.0)
+        4,
+        2,
+        2e-4,
+        "constant",
+        0.0,
+    )
     assert (a.temperature, a.top_k, a.seed, a.loss_type, a.epsilon_high) == (0.8, 0, 3, "dapo", 0.28)
     assert len(trainer.train_dataset) == 8 and set(trainer.train_dataset.column_names) == {"prompt", "numbers"}
     trainer.train()
     history = trl_history(trainer)
     assert list(history.steps) == [1.0, 2.0]
-    assert {"reward", "response_length", "entropy", "grad_norm", "gen_seconds", "update_seconds",
-            "wall_time"} <= set(history.metrics)
+    assert {"reward", "response_length", "entropy", "grad_norm", "gen_seconds", "update_seconds", "wall_time"} <= set(
+        history.metrics
+    )
     assert all(0 < n <= MAX_LENGTH for n in history["response_length"])
     assert 0 < history["wall_time"][0] < history["wall_time"][1]
     # a step's sampling and the rest of its gradient steps add up to its share of the wall time
@@ -318,9 +390,24 @@ def test_launch_script_runs_single_process(tmp_path):
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[1] / "scripts" / "trl_grpo.py"
-    result = subprocess.run([sys.executable, str(script), "--model", "tiny", "--steps", "2", "--eval-prompts", "4",
-                             "--output-dir", str(tmp_path)], capture_output=True, text=True, timeout=600,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(script),
+            "--model",
+            "tiny",
+            "--steps",
+            "2",
+            "--eval-prompts",
+            "4",
+            "--output-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert "2 steps in" in result.stdout and "held-out greedy accuracy" in result.stdout
 
@@ -335,6 +422,13 @@ def test_bench_trl_quick_prints_the_side_by_side_table():
     with contextlib.redirect_stdout(out):
         assert main(["bench", "--trl", "--quick"]) == 0
     text = out.getvalue()
-    for row in ("seconds per step", "response tokens per second", "peak memory", "reward, mean of the last",
-                "held-out greedy accuracy", "TRL / minirl", "Summary"):
+    for row in (
+        "seconds per step",
+        "response tokens per second",
+        "peak memory",
+        "reward, mean of the last",
+        "held-out greedy accuracy",
+        "TRL / minirl",
+        "Summary",
+    ):
         assert row in text, f"{row!r} missing from:\n{text}"

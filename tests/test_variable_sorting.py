@@ -39,24 +39,30 @@ def test_sample_prompts():
     assert torch.equal(prompts, again)
 
 
-@pytest.mark.parametrize("prompt, target", [
-    ([3, 1, PAD, PAD], [1, 3, EOS, PAD, PAD]),
-    ([4, 2, 9, 0], [0, 2, 4, 9, EOS]),
-    ([7, PAD, PAD, PAD], [7, EOS, PAD, PAD, PAD]),
-    ([5, 5, 0, PAD], [0, 5, 5, EOS, PAD]),
-])
+@pytest.mark.parametrize(
+    "prompt, target",
+    [
+        ([3, 1, PAD, PAD], [1, 3, EOS, PAD, PAD]),
+        ([4, 2, 9, 0], [0, 2, 4, 9, EOS]),
+        ([7, PAD, PAD, PAD], [7, EOS, PAD, PAD, PAD]),
+        ([5, 5, 0, PAD], [0, 5, 5, EOS, PAD]),
+    ],
+)
 def test_sorted_responses_by_hand(prompt, target):
     assert TASK.sorted_responses(torch.tensor([prompt])).tolist() == [target]
 
 
-@pytest.mark.parametrize("response, mask", [
-    ([1, 3, EOS, PAD, PAD], [1, 1, 1, 0, 0]),
-    ([EOS, 3, 4, 5, 6], [1, 0, 0, 0, 0]),            # EOS first: a response of length 0
-    ([1, 2, 3, 4, EOS], [1, 1, 1, 1, 1]),            # EOS last
-    ([1, 2, 3, 4, 5], [1, 1, 1, 1, 1]),              # no EOS at all: every position counts
-    ([1, EOS, 2, EOS, 3], [1, 1, 0, 0, 0]),          # only the first EOS ends it
-    ([PAD, PAD, EOS, 1, 1], [1, 1, 1, 0, 0]),        # PAD is an ordinary (wrong) token before EOS
-])
+@pytest.mark.parametrize(
+    "response, mask",
+    [
+        ([1, 3, EOS, PAD, PAD], [1, 1, 1, 0, 0]),
+        ([EOS, 3, 4, 5, 6], [1, 0, 0, 0, 0]),  # EOS first: a response of length 0
+        ([1, 2, 3, 4, EOS], [1, 1, 1, 1, 1]),  # EOS last
+        ([1, 2, 3, 4, 5], [1, 1, 1, 1, 1]),  # no EOS at all: every position counts
+        ([1, EOS, 2, EOS, 3], [1, 1, 0, 0, 0]),  # only the first EOS ends it
+        ([PAD, PAD, EOS, 1, 1], [1, 1, 1, 0, 0]),  # PAD is an ordinary (wrong) token before EOS
+    ],
+)
 def test_response_mask(response, mask):
     got = TASK.response_mask(torch.tensor([[response]]))
     assert got.dtype == torch.float32 and got.tolist() == [[mask]]
@@ -71,8 +77,8 @@ def test_response_mask_any_leading_shape():
 # prompt 3 1 (target 1 3 EOS) and responses, with the per-position reward by hand
 HAND = [
     ([1, 3, EOS, PAD, PAD], [1, 1, 1, 0, 0]),  # exact
-    ([1, 3, EOS, 7, 7], [1, 1, 1, 0, 0]),      # exact: what follows EOS is ignored
-    ([1, 3, 5, EOS, PAD], [1, 1, 0, 0, 0]),    # too long: the EOS comes late
+    ([1, 3, EOS, 7, 7], [1, 1, 1, 0, 0]),  # exact: what follows EOS is ignored
+    ([1, 3, 5, EOS, PAD], [1, 1, 0, 0, 0]),  # too long: the EOS comes late
     ([1, EOS, EOS, PAD, PAD], [1, 0, 0, 0, 0]),  # too short
     ([3, 1, EOS, PAD, PAD], [0, 0, 1, 0, 0]),  # wrong order, right length
     ([1, 3, PAD, PAD, PAD], [1, 1, 0, 0, 0]),  # no EOS: PADs past the end earn nothing
@@ -123,9 +129,18 @@ def test_vectorised_equals_loop_reference(vocab, max_length, min_length):
     want = [[_loop_reference(task, p.tolist(), r.tolist()) for r in group] for p, group in zip(prompts, responses)]
     assert dense.tolist() == want
     lengths = task.prompt_lengths(prompts)
-    exact = torch.tensor([[float(_loop_reference(task, p.tolist(), r.tolist()) == [1.0] * (int(n) + 1)
-                                 + [0.0] * (max_length - int(n))) for r in group]
-                          for p, group, n in zip(prompts, responses, lengths)])
+    exact = torch.tensor(
+        [
+            [
+                float(
+                    _loop_reference(task, p.tolist(), r.tolist())
+                    == [1.0] * (int(n) + 1) + [0.0] * (max_length - int(n))
+                )
+                for r in group
+            ]
+            for p, group, n in zip(prompts, responses, lengths)
+        ]
+    )
     assert torch.equal(task.is_correct(prompts, responses).float(), exact)
     assert 0 < exact.mean() < 1  # both kinds occur
     for j in range(responses.shape[-1]):  # the mask, position by position
@@ -140,8 +155,11 @@ def test_validation_messages():
         TASK.sorted_responses(torch.tensor([[1, PAD, 2, PAD]]))
     with pytest.raises(ValueError, match="EOS = 10 is not allowed in a prompt"):
         TASK.sorted_responses(torch.tensor([[1, EOS, PAD, PAD]]))
-    with pytest.raises(ValueError, match=r"responses must have shape \[batch, trial, response_length\] = "
-                                         r"\[1, trial, 5\]; got \[1, 5\] \(add a trial axis"):
+    with pytest.raises(
+        ValueError,
+        match=r"responses must have shape \[batch, trial, response_length\] = "
+        r"\[1, trial, 5\]; got \[1, 5\] \(add a trial axis",
+    ):
         TASK.rewards(torch.tensor([[1, 2, PAD, PAD]]), torch.tensor([[1, 2, EOS, PAD, PAD]]))
     with pytest.raises(ValueError, match=r"responses tokens must lie in \[0, n_tokens\) = \[0, 12\)"):
         TASK.rewards(torch.tensor([[1, 2, PAD, PAD]]), torch.tensor([[[1, 2, 12, PAD, PAD]]]))

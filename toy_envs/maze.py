@@ -631,9 +631,7 @@ def _check_values(maze: Maze, values: Any) -> np.ndarray:
         hint = ""
         if vals.shape == (maze.max_steps + 1, maze.n_cells):
             hint = f" (that looks like V from expected_returns; pass one row, e.g. V[{maze.max_steps}])"
-        raise ValueError(
-            f"values must have shape [n_cells] = [{maze.n_cells}]; got {_shape_str(vals.shape)}{hint}"
-        )
+        raise ValueError(f"values must have shape [n_cells] = [{maze.n_cells}]; got {_shape_str(vals.shape)}{hint}")
     return vals
 
 
@@ -671,9 +669,7 @@ def _text_color(image: Any, value: float | None) -> str:
     return "black" if 0.299 * r + 0.587 * g + 0.114 * b > 0.5 else "white"
 
 
-def _draw_labels(
-    ax: Axes, maze: Maze, vals: np.ndarray | None, image: Any, busy: np.ndarray, cell_ids: bool
-) -> None:
+def _draw_labels(ax: Axes, maze: Maze, vals: np.ndarray | None, image: Any, busy: np.ndarray, cell_ids: bool) -> None:
     """S / G labels, the values written in the cells, and small cell indices (bottom left).
 
     ``busy[cell]`` is True where arrows or the agent take the cell centre: the label and the

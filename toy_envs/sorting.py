@@ -215,10 +215,7 @@ class SortingTask:
         self._check_pair(prompts, responses)
         if isinstance(self.reward, str):
             return _BATCHED[self.reward](prompts, responses)
-        out = [
-            [float(self.reward(p.tolist(), r.tolist())) for r in group]
-            for p, group in zip(prompts, responses)
-        ]
+        out = [[float(self.reward(p.tolist(), r.tolist())) for r in group] for p, group in zip(prompts, responses)]
         return torch.tensor(out, dtype=torch.float32)
 
     def per_position_rewards(self, prompts: torch.Tensor, responses: torch.Tensor) -> torch.Tensor:

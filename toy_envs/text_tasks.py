@@ -174,15 +174,19 @@ class _TextTask:
         if n > _MAX_PROBLEMS:
             raise ValueError(f"the problem space has {n} problems, more than 2**62: make the task smaller")
         if self.n_heldout >= n:
-            raise ValueError(f"n_heldout must leave training problems: it must be in [0, {n - 1}] "
-                             f"(this task has {n} problems); got {self.n_heldout}")
+            raise ValueError(
+                f"n_heldout must leave training problems: it must be in [0, {n - 1}] "
+                f"(this task has {n} problems); got {self.n_heldout}"
+            )
         g = torch.Generator().manual_seed(self.seed)
         unseen = self._draw_unseen_answer_problems(g)  # in eval order; empty when n_unseen_answers = 0
         n_free = n - len(unseen)
         if self.n_heldout >= n_free:
-            raise ValueError(f"n_heldout must leave training problems: it must be in [0, {n_free - 1}] "
-                             f"(this task has {n} problems, {len(unseen)} of them with held-out answers); "
-                             f"got {self.n_heldout}")
+            raise ValueError(
+                f"n_heldout must leave training problems: it must be in [0, {n_free - 1}] "
+                f"(this task has {n} problems, {len(unseen)} of them with held-out answers); "
+                f"got {self.n_heldout}"
+            )
         heldout = _skip(_draw_distinct(n_free, self.n_heldout, g), unseen)  # in draw order: the eval order
         # the r-th training problem is r + #{i : e_i - i <= r}, e the sorted left-out indices (held out either way)
         excluded = torch.cat([heldout, unseen]).sort().values
@@ -207,14 +211,18 @@ class _TextTask:
             return torch.zeros(0, dtype=torch.long)
         n = self.n_problems
         if n > _RANDPERM_LIMIT:
-            raise ValueError(f"n_unseen_answers needs every problem enumerated: it allows at most "
-                             f"{_RANDPERM_LIMIT} problems; this task has {n}")
+            raise ValueError(
+                f"n_unseen_answers needs every problem enumerated: it allows at most "
+                f"{_RANDPERM_LIMIT} problems; this task has {n}"
+            )
         answers = self._answer_ids(self._decode(torch.arange(n)))  # [n]
         distinct = answers.unique()  # sorted
         if self.n_unseen_answers >= len(distinct):
-            raise ValueError(f"n_unseen_answers must leave answers to train on: it must be in "
-                             f"[0, {len(distinct) - 1}] (this task has {len(distinct)} distinct answers); "
-                             f"got {self.n_unseen_answers}")
+            raise ValueError(
+                f"n_unseen_answers must leave answers to train on: it must be in "
+                f"[0, {len(distinct) - 1}] (this task has {len(distinct)} distinct answers); "
+                f"got {self.n_unseen_answers}"
+            )
         chosen = distinct[_draw_distinct(len(distinct), self.n_unseen_answers, generator)]
         problems = torch.isin(answers, chosen).nonzero().flatten()
         return problems[torch.randperm(len(problems), generator=generator)]
@@ -301,25 +309,31 @@ class _TextTask:
         if isinstance(answers, (str, bytes)) or not isinstance(answers, Sequence):
             raise TypeError(f"answers must be a list (one per prompt) of lists of str; got {type(answers).__name__}")
         if len(answers) != len(prompts):
-            raise ValueError(f"answers must have one list of completions per prompt: len(prompts) = {len(prompts)}, "
-                             f"len(answers) = {len(answers)}")
+            raise ValueError(
+                f"answers must have one list of completions per prompt: len(prompts) = {len(prompts)}, "
+                f"len(answers) = {len(answers)}"
+            )
         trial = None
         for i, group in enumerate(answers):
             if isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
-                raise TypeError(f"answers[{i}] must be a list of str (the prompt's completions); "
-                                f"got {type(group).__name__}")
+                raise TypeError(
+                    f"answers[{i}] must be a list of str (the prompt's completions); got {type(group).__name__}"
+                )
             if trial is None:
                 trial = len(group)
             if len(group) != trial or trial == 0:
-                raise ValueError(f"answers must be [batch, trial] with the same trial >= 1 for every prompt; "
-                                 f"len(answers[0]) = {len(answers[0])}, len(answers[{i}]) = {len(group)}")
+                raise ValueError(
+                    f"answers must be [batch, trial] with the same trial >= 1 for every prompt; "
+                    f"len(answers[0]) = {len(answers[0])}, len(answers[{i}]) = {len(group)}"
+                )
             for j, text in enumerate(group):
                 if not isinstance(text, str):
                     raise TypeError(f"answers[{i}][{j}] must be a str (decoded text); got {type(text).__name__}")
         return [[self.parse_answer(text) for text in group] for group in answers]
 
-    def _scores(self, prompts: Sequence[TextPrompt],
-                answers: Sequence[Sequence[str]]) -> tuple[torch.Tensor, torch.Tensor]:
+    def _scores(
+        self, prompts: Sequence[TextPrompt], answers: Sequence[Sequence[str]]
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(format_ok, is_correct), each BoolTensor[batch, trial], from one parse of every answer."""
         parsed = self._parsed(prompts, answers)
         ok, correct = [], []

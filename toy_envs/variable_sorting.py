@@ -66,8 +66,9 @@ class VariableLengthSortingTask:
         if not isinstance(self.max_length, int) or self.max_length < 1:
             raise ValueError(f"max_length must be an int >= 1; got {self.max_length!r}")
         if not isinstance(self.min_length, int) or not 1 <= self.min_length <= self.max_length:
-            raise ValueError(f"min_length must be an int in [1, max_length = {self.max_length}]; "
-                             f"got {self.min_length!r}")
+            raise ValueError(
+                f"min_length must be an int in [1, max_length = {self.max_length}]; got {self.min_length!r}"
+            )
         if self.reward not in VARIABLE_REWARDS:
             raise ValueError(f"reward must be one of {VARIABLE_REWARDS}; got {self.reward!r}")
 
@@ -174,6 +175,7 @@ class VariableLengthSortingTask:
 
     def format(self, prompt: torch.Tensor, response: torch.Tensor | None = None) -> str:
         """One line, e.g. ``'3 1 -> 1 3 <eos>  (sorted ✓)'``: PAD dropped, EOS shown, tokens after EOS dropped."""
+
         def words(tokens: list[int]) -> list[str]:
             out = []
             for t in tokens:
@@ -198,14 +200,17 @@ class VariableLengthSortingTask:
         if not isinstance(prompts, torch.Tensor):
             raise TypeError(f"prompts must be a LongTensor [batch, max_length]; got {type(prompts).__name__}")
         if prompts.dim() != 2 or prompts.shape[1] != self.max_length:
-            raise ValueError(f"prompts must have shape [batch, max_length] = [batch, {self.max_length}]; "
-                             f"got {list(prompts.shape)}")
+            raise ValueError(
+                f"prompts must have shape [batch, max_length] = [batch, {self.max_length}]; got {list(prompts.shape)}"
+            )
         if prompts.dtype.is_floating_point or prompts.dtype == torch.bool:
             raise TypeError(f"prompts must be an integer tensor (torch.long); got dtype {prompts.dtype}")
         valid = (prompts >= 0) & (prompts < self.vocab_size) | (prompts == self.pad)
         if not bool(valid.all()):
-            raise ValueError(f"prompts must hold numbers in [0, {self.vocab_size}) or PAD = {self.pad} "
-                             f"(EOS = {self.eos} is not allowed in a prompt)")
+            raise ValueError(
+                f"prompts must hold numbers in [0, {self.vocab_size}) or PAD = {self.pad} "
+                f"(EOS = {self.eos} is not allowed in a prompt)"
+            )
         is_pad = prompts == self.pad
         if bool((is_pad[:, :-1] & ~is_pad[:, 1:]).any()):
             raise ValueError("prompts must be padded at the end only: a number after a PAD")
@@ -216,10 +221,14 @@ class VariableLengthSortingTask:
             raise TypeError(f"responses must be a LongTensor [batch, trial, pos]; got {type(responses).__name__}")
         if responses.dim() != 3 or responses.shape[0] != prompts.shape[0] or responses.shape[2] != self.response_length:
             hint = " (add a trial axis: responses.unsqueeze(1))" if responses.dim() == 2 else ""
-            raise ValueError(f"responses must have shape [batch, trial, response_length] = [{prompts.shape[0]}, "
-                             f"trial, {self.response_length}]; got {list(responses.shape)}{hint}")
+            raise ValueError(
+                f"responses must have shape [batch, trial, response_length] = [{prompts.shape[0]}, "
+                f"trial, {self.response_length}]; got {list(responses.shape)}{hint}"
+            )
         if responses.dtype.is_floating_point or responses.dtype == torch.bool:
             raise TypeError(f"responses must be an integer tensor (torch.long); got dtype {responses.dtype}")
         if responses.numel() and (int(responses.min()) < 0 or int(responses.max()) >= self.n_tokens):
-            raise ValueError(f"responses tokens must lie in [0, n_tokens) = [0, {self.n_tokens}); got values in "
-                             f"[{int(responses.min())}, {int(responses.max())}]")
+            raise ValueError(
+                f"responses tokens must lie in [0, n_tokens) = [0, {self.n_tokens}); got values in "
+                f"[{int(responses.min())}, {int(responses.max())}]"
+            )

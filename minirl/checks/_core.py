@@ -226,9 +226,9 @@ class Check:
         self.name = name
         self.passed = 0
         self.current_mode: str | None = None
-        self.modes: list[str] = []            # every mode tried, in order
-        self.pending: dict[str, str] = {}     # mode -> the hint of its NotImplementedError
-        self.hint = ""                        # the stub's hint, when the whole function is not implemented
+        self.modes: list[str] = []  # every mode tried, in order
+        self.pending: dict[str, str] = {}  # mode -> the hint of its NotImplementedError
+        self.hint = ""  # the stub's hint, when the whole function is not implemented
         self.in_example = False
         self.example_failure: str | None = None  # a worked example's failure that named no mistake
 
@@ -313,8 +313,9 @@ class Check:
         self.passed += 1
         return got
 
-    def shape(self, got: Any, expected: Sequence[int], axes: str, what: str,
-              hints: dict[tuple[int, ...], str] | None = None) -> torch.Tensor:
+    def shape(
+        self, got: Any, expected: Sequence[int], axes: str, what: str, hints: dict[tuple[int, ...], str] | None = None
+    ) -> torch.Tensor:
         """Assert a tensor's shape (one check), e.g. axes "batch, trial, pos":
         "expected shape [batch, trial, pos] = [2, 4, 3], got [2, 3]" plus the hint for that wrong shape."""
         got = self.tensor(got, what)
@@ -349,20 +350,34 @@ class Check:
             self.fail(f"{what}: expected {format_tensor(want)}, got {format_tensor(got)}")
         self.fail(f"{what}: wrong values{_where_differs(got, want)}")
 
-    def name_mistake(self, got: torch.Tensor, mistakes: Sequence[tuple[torch.Tensor | None, str]], what: str,
-                     rtol: float = RTOL, scale: float | None = None) -> None:
+    def name_mistake(
+        self,
+        got: torch.Tensor,
+        mistakes: Sequence[tuple[torch.Tensor | None, str]],
+        what: str,
+        rtol: float = RTOL,
+        scale: float | None = None,
+    ) -> None:
         """Fail with the message of the first known mistake whose value ``got`` matches (``tensors_close``, on
         the larger of ``scale`` and the mistake's own); else do nothing. In a worked example (see
         ``worked_example``) the match must be unambiguous: when ``got`` matches mistakes with different
         messages, the small input cannot tell them apart and nothing is named."""
         got = got.detach()
-        matches = [message for wrong, message in mistakes  # on the larger of the two scales: a sum for a mean
-                   if wrong is not None and tensors_close(got, wrong, rtol, max(scale or 0.0, _scale_of(wrong)))]
+        matches = [
+            message
+            for wrong, message in mistakes  # on the larger of the two scales: a sum for a mean
+            if wrong is not None and tensors_close(got, wrong, rtol, max(scale or 0.0, _scale_of(wrong)))
+        ]
         if matches and (not self.in_example or len(set(matches)) == 1):
             self.fail(f"{what}: {matches[0]}", named=True)
 
-    def unchanged(self, before: dict[str, torch.Tensor], after: dict[str, torch.Tensor], what: str,
-                  fix: str = "compute new tensors instead") -> None:
+    def unchanged(
+        self,
+        before: dict[str, torch.Tensor],
+        after: dict[str, torch.Tensor],
+        what: str,
+        fix: str = "compute new tensors instead",
+    ) -> None:
         """Assert (one check) that the learner's function did not edit its inputs in place: ``before`` holds
         copies taken before the call, ``after`` the tensors that were passed, by the same names."""
         changed = [name for name in before if not torch.equal(before[name], after[name].detach())]
@@ -387,8 +402,9 @@ def _modes(names: Sequence[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
-def _not_implemented_line(name: str, hint: str = "", passing: Sequence[str] = (),
-                          pending: Sequence[str] = (), hint_mode: str | None = None) -> str:
+def _not_implemented_line(
+    name: str, hint: str = "", passing: Sequence[str] = (), pending: Sequence[str] = (), hint_mode: str | None = None
+) -> str:
     """The pending line: the stub's hint echoed (``hint_mode``: the mode it belongs to, when the pending
     modes' hints differ), and for a multi-mode exercise the modes done and to do."""
     what = "not implemented yet"
@@ -399,15 +415,20 @@ def _not_implemented_line(name: str, hint: str = "", passing: Sequence[str] = ()
         hint = ""
     else:
         hint = f" (hint for {hint_mode!r}: {hint})" if hint_mode else f" (hint: {hint})"
-    return (f"{PENDING_MARK} {name}: {what}{hint} — fill in the exercise above, "
-            "or run the next cell to use the reference version")
+    return (
+        f"{PENDING_MARK} {name}: {what}{hint} — fill in the exercise above, "
+        "or run the next cell to use the reference version"
+    )
 
 
 def _pending_hint(c: Check) -> tuple[str, str | None]:
     """(the hint to echo, the mode it belongs to or None): the pending modes' one hint when they share it,
     else the hint of the first pending mode that has one (the next thing to write, in the stub's order)."""
-    hints = [(mode, c.pending[mode]) for mode in c.modes
-             if mode in c.pending and c.pending[mode].strip() not in ("", _NO_HINT)]
+    hints = [
+        (mode, c.pending[mode])
+        for mode in c.modes
+        if mode in c.pending and c.pending[mode].strip() not in ("", _NO_HINT)
+    ]
     if not hints:
         return "", None
     if len({hint for _, hint in hints}) == 1 and len(hints) == len(c.pending):
@@ -425,8 +446,11 @@ def _report(line: str, ok: bool) -> bool:
 def run_check(name: str, body: Callable[[Check, Callable], None], fn: Any) -> bool:
     """Run ``body(check, fn)``, print its one line, return True if it passed (see module docstring)."""
     if not callable(fn):
-        return _report(f"{FAIL_MARK} {name}: expected a function, got {type(fn).__name__} — pass the function itself, "
-                       f"without calling it: check_{name}({name})", False)
+        return _report(
+            f"{FAIL_MARK} {name}: expected a function, got {type(fn).__name__} — pass the function itself, "
+            f"without calling it: check_{name}({name})",
+            False,
+        )
     c = Check(name)
     try:
         body(c, fn)
@@ -438,8 +462,9 @@ def run_check(name: str, body: Callable[[Check, Callable], None], fn: Any) -> bo
             message = f"{message} — on the worked example, {c.example_failure}" if failure.named else c.example_failure
         return _report(f"{FAIL_MARK} {name}: {_one_line(message, 500)}", False)
     except Exception as exc:  # the result had a form the check could not even inspect
-        return _report(f"{FAIL_MARK} {name}: could not check your result ({type(exc).__name__}: "
-                       f"{_one_line(exc)})", False)
+        return _report(
+            f"{FAIL_MARK} {name}: could not check your result ({type(exc).__name__}: {_one_line(exc)})", False
+        )
     if c.example_failure is not None:
         return _report(f"{FAIL_MARK} {name}: {_one_line(c.example_failure, 400)}", False)
     if c.pending:

@@ -62,28 +62,28 @@ Case = tuple[list[int], list[int], float]
 
 # (prompt, response, reward), by hand: sorted(prompt) and the positions that match.
 SORT_DISTANCE_CASES: list[Case] = [
-    ([3, 1, 2], [1, 2, 3], 3.0),        # sorted: every position matches
-    ([3, 1, 2], [1, 3, 3], 2.0),        # target 1 2 3: first and last match
-    ([3, 1, 2], [3, 1, 2], 0.0),        # the prompt itself is not the answer
-    ([2, 2, 5], [2, 5, 5], 2.0),        # target 2 2 5: positions 0 and 2
+    ([3, 1, 2], [1, 2, 3], 3.0),  # sorted: every position matches
+    ([3, 1, 2], [1, 3, 3], 2.0),  # target 1 2 3: first and last match
+    ([3, 1, 2], [3, 1, 2], 0.0),  # the prompt itself is not the answer
+    ([2, 2, 5], [2, 5, 5], 2.0),  # target 2 2 5: positions 0 and 2
     ([5, 4, 3, 2, 1], [1, 2, 3, 4, 5], 5.0),
-    ([4, 0], [0, 0], 1.0),              # target 0 4
-    ([1, 2, 3], [3, 2, 1], 1.0),        # only the middle
+    ([4, 0], [0, 0], 1.0),  # target 0 4
+    ([1, 2, 3], [3, 2, 1], 1.0),  # only the middle
     ([7], [7], 1.0),
 ]
 
 # inclusion (each prompt item, duplicates again, found in the response) + ordering (adjacent a <= b)
 INCLUSION_ORDERING_CASES: list[Case] = [
-    ([3, 1, 2], [1, 2, 3], 5.0),        # 3 + 2
-    ([2, 2, 5], [2, 5, 5], 5.0),        # 3 + 2: not sorted(prompt), same top score
-    ([2, 2, 5], [5, 5, 5], 3.0),        # 1 + 2: one prompt item (5) is present
-    ([1, 2, 3], [3, 2, 1], 3.0),        # 3 + 0
-    ([4, 4], [4, 0], 2.0),              # 2 + 0: the duplicate 4 counts twice
-    ([0, 7], [7, 7], 2.0),              # 1 + 1: equal neighbours are in order
-    ([1, 2, 3], [1, 1, 1], 3.0),        # 1 + 2: the gameable [x, x, x]
-    ([3, 1, 2], [0, 0, 0], 2.0),        # 0 + 2
+    ([3, 1, 2], [1, 2, 3], 5.0),  # 3 + 2
+    ([2, 2, 5], [2, 5, 5], 5.0),  # 3 + 2: not sorted(prompt), same top score
+    ([2, 2, 5], [5, 5, 5], 3.0),  # 1 + 2: one prompt item (5) is present
+    ([1, 2, 3], [3, 2, 1], 3.0),  # 3 + 0
+    ([4, 4], [4, 0], 2.0),  # 2 + 0: the duplicate 4 counts twice
+    ([0, 7], [7, 7], 2.0),  # 1 + 1: equal neighbours are in order
+    ([1, 2, 3], [1, 1, 1], 3.0),  # 1 + 2: the gameable [x, x, x]
+    ([3, 1, 2], [0, 0, 0], 2.0),  # 0 + 2
     ([6, 2, 6, 2], [2, 6, 9, 9], 7.0),  # 4 + 3
-    ([2, 2, 5], [2, 2, 0], 3.0),        # 2 + 1: set(prompt) counts the 2s once (1), a multiset match twice (2)
+    ([2, 2, 5], [2, 2, 0], 3.0),  # 2 + 1: set(prompt) counts the 2s once (1), a multiset match twice (2)
 ]
 
 
@@ -102,8 +102,10 @@ def _run_reward(c: Check, fn: Callable, prompt: list[int], response: list[int]) 
     prompt_copy, response_copy = list(prompt), list(response)
     got = c.call(fn, prompt_copy, response_copy, call=f"prompt {prompt}, response {response}")
     if prompt_copy != prompt or response_copy != response:
-        c.fail(f"your function changed its input lists in place (prompt {prompt} became {prompt_copy}): "
-               "use sorted(prompt), which returns a new list, not prompt.sort()")
+        c.fail(
+            f"your function changed its input lists in place (prompt {prompt} became {prompt_copy}): "
+            "use sorted(prompt), which returns a new list, not prompt.sort()"
+        )
     if isinstance(got, numbers.Real) or isinstance(got, torch.Tensor) and got.numel() == 1:
         return float(got)
     c.fail(f"on prompt {prompt}, response {response}: expected a number, got {type(got).__name__} {got!r}")
@@ -134,24 +136,38 @@ def _distance_to(target: Callable[[list[int]], list[int]]) -> Callable[[list[int
 
 _DISTANCE_MISTAKES = [
     (_distance_to(lambda p: p), "you compared the response with the prompt itself; compare it with sorted(prompt)"),
-    (_distance_to(lambda p: sorted(p, reverse=True)),
-     "you sorted in decreasing order; the target is sorted(prompt), in increasing order"),
-    (lambda p, r: float(sum(v in sorted(p) for v in r)),
-     "you counted response tokens found anywhere in sorted(prompt); count positions i where "
-     "response[i] == sorted(prompt)[i]"),
-    (lambda p, r: float(sum(a != b for a, b in zip(r, sorted(p)))),
-     "you counted the positions that differ; count the positions that match"),
-    (lambda p, r: _ref_sort_distance(p, r) / len(p),
-     "you returned a fraction; the reward is the number of matching positions (0 .. len(prompt))"),
-    (lambda p, r: -float(sum(a != b for a, b in zip(r, sorted(p)))),
-     "you returned minus the number of positions that differ (a distance); the reward counts the positions that "
-     "MATCH: response[i] == sorted(prompt)[i]"),
-    (lambda p, r: float(sum(a == b for a, b in zip(sorted(r), sorted(p)))),
-     "you sorted the response too: compare the response as it was written, response[i] with sorted(prompt)[i] "
-     "(the prompt itself, [3, 1, 2], must not score 3)"),
-    (lambda p, r: float(len(p)) if list(r) == sorted(p) else 0.0,
-     "all or nothing: you gave len(prompt) to the sorted answer and 0 to anything else; count the matching "
-     "positions, so that a partly sorted response earns partial credit"),
+    (
+        _distance_to(lambda p: sorted(p, reverse=True)),
+        "you sorted in decreasing order; the target is sorted(prompt), in increasing order",
+    ),
+    (
+        lambda p, r: float(sum(v in sorted(p) for v in r)),
+        "you counted response tokens found anywhere in sorted(prompt); count positions i where "
+        "response[i] == sorted(prompt)[i]",
+    ),
+    (
+        lambda p, r: float(sum(a != b for a, b in zip(r, sorted(p)))),
+        "you counted the positions that differ; count the positions that match",
+    ),
+    (
+        lambda p, r: _ref_sort_distance(p, r) / len(p),
+        "you returned a fraction; the reward is the number of matching positions (0 .. len(prompt))",
+    ),
+    (
+        lambda p, r: -float(sum(a != b for a, b in zip(r, sorted(p)))),
+        "you returned minus the number of positions that differ (a distance); the reward counts the positions that "
+        "MATCH: response[i] == sorted(prompt)[i]",
+    ),
+    (
+        lambda p, r: float(sum(a == b for a, b in zip(sorted(r), sorted(p)))),
+        "you sorted the response too: compare the response as it was written, response[i] with sorted(prompt)[i] "
+        "(the prompt itself, [3, 1, 2], must not score 3)",
+    ),
+    (
+        lambda p, r: float(len(p)) if list(r) == sorted(p) else 0.0,
+        "all or nothing: you gave len(prompt) to the sorted answer and 0 to anything else; count the matching "
+        "positions, so that a partly sorted response earns partial credit",
+    ),
 ]
 
 
@@ -161,6 +177,7 @@ def check_sort_distance_reward(c: Check, fn: Callable) -> None:
     the response equals sorted(prompt). Catches comparing with the prompt, a decreasing sort,
     counting membership instead of positions, counting mismatches (or minus them), returning a
     fraction, sorting the response too, all-or-nothing credit."""
+
     def explain(p: list[int], r: list[int]) -> str:
         return f"sorted(prompt) = {sorted(p)}"
 
@@ -177,25 +194,39 @@ def _ordering(r: list[int]) -> int:
 
 
 _INCLUSION_MISTAKES = [
-    (lambda p, r: float(sum(x in r for x in set(p)) + _ordering(r)),
-     "count every prompt item, duplicates included (prompt [2, 2, 5] can contribute 3); "
-     "you seem to count distinct items, e.g. with set(prompt)"),
-    (lambda p, r: float(sum((Counter(p) & Counter(r)).values()) + _ordering(r)),
-     "each prompt item counts when it occurs anywhere in the response, even if another prompt item already "
-     "matched the same token: prompt [4, 4], response [4, 0] has inclusion 2; you matched each response token "
-     "once (like a Counter intersection)"),
-    (lambda p, r: float(sum(y in p for y in r) + _ordering(r)),
-     "count the prompt items found in the response, not the response items found in the prompt: "
-     "[5, 5, 5] must not get credit three times for one 5"),
-    (lambda p, r: float(_inclusion(p, r) + sum(a < b for a, b in zip(r, r[1:]))),
-     "the ordering part counts adjacent pairs with a <= b (non-decreasing): equal neighbours are in order"),
-    (lambda p, r: float(_inclusion(p, r) + sum(a >= b for a, b in zip(r, r[1:]))),
-     "the ordering part counts adjacent pairs in non-decreasing order (a <= b), not decreasing ones"),
-    (lambda p, r: float(_inclusion(p, r) + sum(r[i] <= r[j] for i in range(len(r)) for j in range(i + 1, len(r)))),
-     "the ordering part counts ADJACENT pairs only: (response[i], response[i + 1])"),
-    (lambda p, r: float(_inclusion(p, r) + _ordering(p)),
-     "you counted the ordered adjacent pairs of the PROMPT; the ordering part looks at the RESPONSE: pairs "
-     "(response[i], response[i + 1]) with response[i] <= response[i + 1]"),
+    (
+        lambda p, r: float(sum(x in r for x in set(p)) + _ordering(r)),
+        "count every prompt item, duplicates included (prompt [2, 2, 5] can contribute 3); "
+        "you seem to count distinct items, e.g. with set(prompt)",
+    ),
+    (
+        lambda p, r: float(sum((Counter(p) & Counter(r)).values()) + _ordering(r)),
+        "each prompt item counts when it occurs anywhere in the response, even if another prompt item already "
+        "matched the same token: prompt [4, 4], response [4, 0] has inclusion 2; you matched each response token "
+        "once (like a Counter intersection)",
+    ),
+    (
+        lambda p, r: float(sum(y in p for y in r) + _ordering(r)),
+        "count the prompt items found in the response, not the response items found in the prompt: "
+        "[5, 5, 5] must not get credit three times for one 5",
+    ),
+    (
+        lambda p, r: float(_inclusion(p, r) + sum(a < b for a, b in zip(r, r[1:]))),
+        "the ordering part counts adjacent pairs with a <= b (non-decreasing): equal neighbours are in order",
+    ),
+    (
+        lambda p, r: float(_inclusion(p, r) + sum(a >= b for a, b in zip(r, r[1:]))),
+        "the ordering part counts adjacent pairs in non-decreasing order (a <= b), not decreasing ones",
+    ),
+    (
+        lambda p, r: float(_inclusion(p, r) + sum(r[i] <= r[j] for i in range(len(r)) for j in range(i + 1, len(r)))),
+        "the ordering part counts ADJACENT pairs only: (response[i], response[i + 1])",
+    ),
+    (
+        lambda p, r: float(_inclusion(p, r) + _ordering(p)),
+        "you counted the ordered adjacent pairs of the PROMPT; the ordering part looks at the RESPONSE: pairs "
+        "(response[i], response[i + 1]) with response[i] <= response[i + 1]",
+    ),
     (lambda p, r: float(_inclusion(p, r)), "you forgot the ordering part: + number of adjacent pairs with a <= b"),
     (lambda p, r: float(_ordering(r)), "you forgot the inclusion part: + number of prompt items found in the response"),
 ]
@@ -208,6 +239,7 @@ def check_sort_inclusion_ordering_reward(c: Check, fn: Callable) -> None:
     a multiset match (Counter intersection), the inclusion direction swapped, strict or decreasing
     order, all pairs instead of adjacent ones, the prompt's pairs instead of the response's, and a
     missing part."""
+
     def explain(p: list[int], r: list[int]) -> str:
         return f"inclusion {_inclusion(p, r)} + ordering {_ordering(r)}"
 
@@ -234,8 +266,9 @@ def tiny_forward(
     return einsum(decoded, embedding, "batch pos dim, vocab dim -> batch pos vocab")
 
 
-def _forward_variant(emb, enc, dec, prompts, *, enc_t=False, dec_t=False, same_enc=False, same_dec=False, mean=False,
-                     activation=None):
+def _forward_variant(
+    emb, enc, dec, prompts, *, enc_t=False, dec_t=False, same_enc=False, same_dec=False, mean=False, activation=None
+):
     """A wrong forward pass: transposed / shared weight matrices, a mean instead of a sum, a nonlinearity on h."""
     enc = enc.transpose(1, 2) if enc_t else enc
     dec = dec.transpose(1, 2) if dec_t else dec
@@ -254,34 +287,59 @@ def _forward_mistakes(emb, enc, dec, prompts, want) -> list[tuple[torch.Tensor, 
         variant = lambda **kw: _forward_variant(emb, enc, dec, prompts, **kw)  # noqa: E731
         return [
             (F.softmax(want, dim=-1), "these are probabilities: forward returns logits (raw scores), without softmax"),
-            (F.log_softmax(want, dim=-1), "these are log-probabilities: forward returns raw logits, "
-                                          "without log_softmax"),
-            (variant(enc_t=True, dec_t=True), "both einsums contract the wrong axis of their weights: "
-                                              "'pos d_in d_out' means h_out = Σ_in h_in · W[pos, in, out]"),
-            (variant(enc_t=True), "the encoder contracts the wrong axis of encode_weights: use "
-                                  "'batch pos d_in, pos d_in d_out -> batch d_out'"),
-            (variant(dec_t=True), "the decoder contracts the wrong axis of decode_weights: use "
-                                  "'batch d_in, pos d_in d_out -> batch pos d_out'"),
+            (
+                F.log_softmax(want, dim=-1),
+                "these are log-probabilities: forward returns raw logits, without log_softmax",
+            ),
+            (
+                variant(enc_t=True, dec_t=True),
+                "both einsums contract the wrong axis of their weights: "
+                "'pos d_in d_out' means h_out = Σ_in h_in · W[pos, in, out]",
+            ),
+            (
+                variant(enc_t=True),
+                "the encoder contracts the wrong axis of encode_weights: use "
+                "'batch pos d_in, pos d_in d_out -> batch d_out'",
+            ),
+            (
+                variant(dec_t=True),
+                "the decoder contracts the wrong axis of decode_weights: use "
+                "'batch d_in, pos d_in d_out -> batch pos d_out'",
+            ),
             (variant(same_enc=True), "every prompt position must use its own matrix encode_weights[i]"),
             (variant(same_dec=True), "every response position must use its own matrix decode_weights[j]"),
-            (variant(mean=True), "you averaged over the prompt positions; the encoder SUMS them: "
-                                 "h = Σ_i W_enc[i]ᵀ e(x_i)"),
-            *((variant(activation=act), f"this model has no nonlinearity: h = Σ_i W_enc[i]ᵀ e(x_i) goes straight "
-                                        f"into the decoder, without {name}")
-              for act, name in ((torch.relu, "relu"), (torch.tanh, "tanh"))),
+            (
+                variant(mean=True),
+                "you averaged over the prompt positions; the encoder SUMS them: h = Σ_i W_enc[i]ᵀ e(x_i)",
+            ),
+            *(
+                (
+                    variant(activation=act),
+                    f"this model has no nonlinearity: h = Σ_i W_enc[i]ᵀ e(x_i) goes straight "
+                    f"into the decoder, without {name}",
+                )
+                for act, name in ((torch.relu, "relu"), (torch.tanh, "tanh"))
+            ),
         ]
 
 
 _FORWARD_HINTS = [
-    ("einsum", "check the einsum patterns against the shapes: embedding [vocab, dim], "
-               "encode_weights [pos, d_in, d_out], decode_weights [pos, d_in, d_out], prompts [batch, pos]"),
-    ("shape", "check the shapes: embedding [vocab, dim], encode_weights [prompt_pos, d_in, d_out], "
-              "decode_weights [response_pos, d_in, d_out], prompts [batch, prompt_pos]"),
+    (
+        "einsum",
+        "check the einsum patterns against the shapes: embedding [vocab, dim], "
+        "encode_weights [pos, d_in, d_out], decode_weights [pos, d_in, d_out], prompts [batch, pos]",
+    ),
+    (
+        "shape",
+        "check the shapes: embedding [vocab, dim], encode_weights [prompt_pos, d_in, d_out], "
+        "decode_weights [response_pos, d_in, d_out], prompts [batch, prompt_pos]",
+    ),
 ]
 
 
-def _check_forward_case(c: Check, fn: Callable, batch: int, vocab: int, dim: int, p_len: int, r_len: int,
-                        seed: int) -> None:
+def _check_forward_case(
+    c: Check, fn: Callable, batch: int, vocab: int, dim: int, p_len: int, r_len: int, seed: int
+) -> None:
     gen = _generator(seed)
     model = TinyEncoderDecoder(vocab, dim, p_len, r_len, init_scale=1.5, generator=gen)
     prompts = torch.randint(0, vocab, (batch, p_len), generator=gen)
@@ -290,15 +348,18 @@ def _check_forward_case(c: Check, fn: Callable, batch: int, vocab: int, dim: int
     got = c.call(fn, *weights, prompts, call=f"prompts of shape {[batch, p_len]}", hints=_FORWARD_HINTS)
     hints = {
         (batch, r_len, dim): "these are the decoded vectors: finish with the tied output embedding, a dot product "
-                             "with every row of the embedding table ('batch pos dim, vocab dim -> batch pos vocab')",
+        "with every row of the embedding table ('batch pos dim, vocab dim -> batch pos vocab')",
         (batch, dim): "you stopped after the encoder: decode h into one vector per response position",
         (batch, p_len, vocab): "one row of logits per RESPONSE position (decode_weights has one matrix per "
-                               "response position); did you skip the sum over prompt positions?",
+        "response position); did you skip the sum over prompt positions?",
     }
     got = c.shape(got, [batch, r_len, vocab], "batch, pos, vocab", "logits", hints)
     c.close(got, want, "logits", _forward_mistakes(*weights, prompts, want))
-    c.expect(got.requires_grad, "your logits carry no gradient: no torch.no_grad(), .detach() or numpy inside "
-                                "forward — training backpropagates through it")
+    c.expect(
+        got.requires_grad,
+        "your logits carry no gradient: no torch.no_grad(), .detach() or numpy inside "
+        "forward — training backpropagates through it",
+    )
 
 
 @exercise_check("forward")
@@ -330,35 +391,53 @@ def _log_prob_mistakes(prompts, responses, model, want) -> list[tuple[torch.Tens
         return [
             (want.exp(), "these are probabilities, not log-probabilities: use log_softmax (not softmax)"),
             (pick(logits, responses), "these are raw logits: apply log_softmax over the vocab axis before gathering"),
-            (pick(F.log_softmax(logits, dim=1), responses),
-             "log_softmax over the wrong axis: normalise over the vocab axis (dim=-1), not over positions"),
-            (pick(F.log_softmax(logits, dim=0), responses),
-             "log_softmax over the wrong axis: normalise over the vocab axis (dim=-1), not over the batch (dim=0)"),
+            (
+                pick(F.log_softmax(logits, dim=1), responses),
+                "log_softmax over the wrong axis: normalise over the vocab axis (dim=-1), not over positions",
+            ),
+            (
+                pick(F.log_softmax(logits, dim=0), responses),
+                "log_softmax over the wrong axis: normalise over the vocab axis (dim=-1), not over the batch (dim=0)",
+            ),
             (-want, "wrong sign: log-probabilities are ≤ 0; you returned −log π"),
-            (None if prompt_tokens is None else pick(log_p, prompt_tokens),
-             "these are the log-probs of the PROMPT tokens; gather the response tokens"),
-            (pick(log_p, responses[:, :1].expand_as(responses)),
-             "every response got the first response's log-probs: gather each trial's own tokens"),
+            (
+                None if prompt_tokens is None else pick(log_p, prompt_tokens),
+                "these are the log-probs of the PROMPT tokens; gather the response tokens",
+            ),
+            (
+                pick(log_p, responses[:, :1].expand_as(responses)),
+                "every response got the first response's log-probs: gather each trial's own tokens",
+            ),
         ]
 
 
 _LOG_PROB_HINTS = [
-    ("same number of dimensions", "repeat the log-probs over the trial axis first: repeat(log_probs, "
-                                  "'batch pos vocab -> batch trial pos vocab', trial=responses.shape[1])"),
+    (
+        "same number of dimensions",
+        "repeat the log-probs over the trial axis first: repeat(log_probs, "
+        "'batch pos vocab -> batch trial pos vocab', trial=responses.shape[1])",
+    ),
     ("out of bounds", "gather on the vocab axis (dim=-1) with index responses.unsqueeze(-1)"),
     ("size of tensor", "the log-probs need a trial axis to line up with responses [batch, trial, pos]"),
 ]
 
 
-def _check_log_probs_case(c: Check, fn: Callable, responses: torch.Tensor, vocab: int, dim: int, seed: int,
-                          init_scale: float) -> None:
+def _check_log_probs_case(
+    c: Check, fn: Callable, responses: torch.Tensor, vocab: int, dim: int, seed: int, init_scale: float
+) -> None:
     batch, trial, pos = responses.shape
     gen = _generator(seed)
     model = TinyEncoderDecoder(vocab, dim, pos, pos, init_scale=init_scale, generator=gen)
     prompts = torch.randint(0, vocab, (batch, pos), generator=gen)
     want = _ref_compute_log_probs(prompts, responses, model).detach()
-    got = c.call(fn, prompts.clone(), responses.clone(), model, hints=_LOG_PROB_HINTS,
-                 call=f"prompts {list(prompts.shape)}, responses {list(responses.shape)}")
+    got = c.call(
+        fn,
+        prompts.clone(),
+        responses.clone(),
+        model,
+        hints=_LOG_PROB_HINTS,
+        call=f"prompts {list(prompts.shape)}, responses {list(responses.shape)}",
+    )
     hints = {
         (batch, trial): "one log-prob per TOKEN: don't sum over positions",
         (batch, pos): "keep the trial axis: one row per sampled response (repeat over trial before gathering)",
@@ -368,13 +447,15 @@ def _check_log_probs_case(c: Check, fn: Callable, responses: torch.Tensor, vocab
     }
     got = c.shape(got, [batch, trial, pos], "batch, trial, pos", "log_probs", hints)
     c.close(got, want, "log_probs", _log_prob_mistakes(prompts, responses, model, want))
-    c.expect(got.requires_grad, "your log-probs carry no gradient: no torch.no_grad() or .detach() here — "
-                                "the loss backpropagates through them into the model")
+    c.expect(
+        got.requires_grad,
+        "your log-probs carry no gradient: no torch.no_grad() or .detach() here — "
+        "the loss backpropagates through them into the model",
+    )
 
 
 # [batch 2, trial 3, pos 4] with every token value 0..4 present (token 4 > the last position index 3)
-_HAND_RESPONSES = torch.tensor([[[0, 1, 2, 3], [4, 4, 0, 1], [2, 3, 4, 0]],
-                                [[1, 1, 1, 1], [3, 2, 1, 0], [4, 0, 2, 4]]])
+_HAND_RESPONSES = torch.tensor([[[0, 1, 2, 3], [4, 4, 0, 1], [2, 3, 4, 0]], [[1, 1, 1, 1], [3, 2, 1, 0], [4, 0, 2, 4]]])
 
 
 @exercise_check("compute_log_probs")
@@ -414,31 +495,54 @@ def _delta_mistakes(r: torch.Tensor, mode: str) -> list[tuple[torch.Tensor | Non
     trial = r.shape[1]
     leave_one_out = (r - (r.sum(dim=1, keepdim=True) - r) / (trial - 1)) if trial > 1 else None
     centring = [
-        (-centered, "wrong sign: you computed mean − r; the delta is r − mean, positive for a response better than "
-                    "its group"),
-        (leave_one_out, "you subtracted the leave-one-out mean (the mean of the OTHER responses, RLOO's baseline); "
-                        "the delta subtracts the mean of the whole group, r_i included: "
-                        "rewards.mean(dim=1, keepdim=True)"),
-        (r - r.mean(dim=0, keepdim=True), "you subtracted the mean over the batch (dim=0); subtract each group's own "
-                                          "mean, over the trial axis: rewards.mean(dim=1, keepdim=True)"),
-        (r - r.mean(), "you subtracted the mean of the whole batch; subtract each group's own mean: "
-                       "rewards.mean(dim=1, keepdim=True)"),
-        (keepdim, "use keepdim=True: rewards.mean(dim=1, keepdim=True); without it the means broadcast along the "
-                  "trial axis instead of the batch axis"),
+        (
+            -centered,
+            "wrong sign: you computed mean − r; the delta is r − mean, positive for a response better than its group",
+        ),
+        (
+            leave_one_out,
+            "you subtracted the leave-one-out mean (the mean of the OTHER responses, RLOO's baseline); "
+            "the delta subtracts the mean of the whole group, r_i included: "
+            "rewards.mean(dim=1, keepdim=True)",
+        ),
+        (
+            r - r.mean(dim=0, keepdim=True),
+            "you subtracted the mean over the batch (dim=0); subtract each group's own "
+            "mean, over the trial axis: rewards.mean(dim=1, keepdim=True)",
+        ),
+        (
+            r - r.mean(),
+            "you subtracted the mean of the whole batch; subtract each group's own mean: "
+            "rewards.mean(dim=1, keepdim=True)",
+        ),
+        (
+            keepdim,
+            "use keepdim=True: rewards.mean(dim=1, keepdim=True); without it the means broadcast along the "
+            "trial axis instead of the batch axis",
+        ),
     ]
     if mode == "centered_rewards":
         return centring
     return [
-        (centered / (r.std(dim=1, keepdim=True, unbiased=False) + eps),
-         "you used the population std (unbiased=False, dividing by trial); minirl and GRPO use the unbiased "
-         "std, torch.std's default (dividing by trial − 1)"),
-        (centered / (r.std(dim=0, keepdim=True) + eps), "std over the wrong axis: take it over each group "
-                                                        "(dim=1, keepdim=True), not over the batch (dim=0)"),
-        (centered / (r.std() + eps), "you divided by the std of the whole batch; divide by each group's own std: "
-                                     "rewards.std(dim=1, keepdim=True)"),
+        (
+            centered / (r.std(dim=1, keepdim=True, unbiased=False) + eps),
+            "you used the population std (unbiased=False, dividing by trial); minirl and GRPO use the unbiased "
+            "std, torch.std's default (dividing by trial − 1)",
+        ),
+        (
+            centered / (r.std(dim=0, keepdim=True) + eps),
+            "std over the wrong axis: take it over each group (dim=1, keepdim=True), not over the batch (dim=0)",
+        ),
+        (
+            centered / (r.std() + eps),
+            "you divided by the std of the whole batch; divide by each group's own std: "
+            "rewards.std(dim=1, keepdim=True)",
+        ),
         (centered / (std**2 + eps), "you divided by the variance; divide by the standard deviation"),
-        (centered / (r.amax(dim=1, keepdim=True) - r.amin(dim=1, keepdim=True) + eps),
-         "you divided by the range (max − min); divide by the standard deviation, rewards.std(dim=1, keepdim=True)"),
+        (
+            centered / (r.amax(dim=1, keepdim=True) - r.amin(dim=1, keepdim=True) + eps),
+            "you divided by the range (max − min); divide by the standard deviation, rewards.std(dim=1, keepdim=True)",
+        ),
         (r / (std + eps), "you divided the raw rewards by the std: subtract the group mean first"),
         (centered, "these are the centred rewards: for 'normalized_rewards' also divide by (std + eps)"),
         *centring,
@@ -457,19 +561,34 @@ def _check_group_sums(c: Check, got: torch.Tensor, r: torch.Tensor, mode: str) -
         if wrong is not None and tensors_close(got, wrong, _DELTA_RTOL):
             c.fail(f"{mode}: {message}", named=True)
     shown = "[" + ", ".join(f"{s:.2f}" for s in sums.tolist()) + "]"
-    c.fail(f"{mode}: each group's centred rewards should sum to 0; yours sum to {shown} — "
-           "did you subtract the group mean, rewards.mean(dim=1, keepdim=True)?")
+    c.fail(
+        f"{mode}: each group's centred rewards should sum to 0; yours sum to {shown} — "
+        "did you subtract the group mean, rewards.mean(dim=1, keepdim=True)?"
+    )
 
 
 def _run_deltas(c: Check, fn: Callable, r: torch.Tensor, mode: str) -> torch.Tensor:
     given = r.clone()
-    got = c.call(fn, given, mode, call=f"mode {mode!r}", hints=[
-        ("size of tensor", "keep the group axis when you reduce: rewards.mean(dim=1, keepdim=True)")])
-    c.expect(torch.equal(given, r), f"{mode}: your function changed the rewards tensor in place; build a new "
-                                    "tensor (rewards - mean, not rewards -= mean)")
+    got = c.call(
+        fn,
+        given,
+        mode,
+        call=f"mode {mode!r}",
+        hints=[("size of tensor", "keep the group axis when you reduce: rewards.mean(dim=1, keepdim=True)")],
+    )
+    c.expect(
+        torch.equal(given, r),
+        f"{mode}: your function changed the rewards tensor in place; build a new "
+        "tensor (rewards - mean, not rewards -= mean)",
+    )
     batch, trial = r.shape
-    return c.shape(got, [batch, trial], "batch, trial", f"{mode} deltas",
-                   {(batch, 1): "one delta per response, not per group", (batch,): "one delta per response"})
+    return c.shape(
+        got,
+        [batch, trial],
+        "batch, trial",
+        f"{mode} deltas",
+        {(batch, 1): "one delta per response, not per group", (batch,): "one delta per response"},
+    )
 
 
 def _big_epsilon(got: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor | None, str]:
@@ -484,32 +603,47 @@ def _big_epsilon(got: torch.Tensor, r: torch.Tensor) -> tuple[torch.Tensor | Non
     eps = float(centered.flatten()[at]) / value - float(std.expand_as(centered).flatten()[at])
     if eps <= 1e-3:
         return None, ""
-    return (centered / (std + eps), f"your deltas are (r − mean) / (std + ε) with a big ε ≈ {eps:.2g}: ε only keeps "
-                                    "an all-equal group (std = 0) from dividing by zero, so keep it small, like 1e-6")
+    return (
+        centered / (std + eps),
+        f"your deltas are (r − mean) / (std + ε) with a big ε ≈ {eps:.2g}: ε only keeps "
+        "an all-equal group (std = 0) from dividing by zero, so keep it small, like 1e-6",
+    )
 
 
 def _check_deltas_case(c: Check, fn: Callable, r: torch.Tensor, want: dict[str, torch.Tensor]) -> None:
     with c.mode("rewards"):
         got = _run_deltas(c, fn, r, "rewards")
-        c.close(got, want["rewards"], "mode 'rewards'", [(want["centered_rewards"], "returns the rewards unchanged "
-                                                          "(Δ = r); yours are centred")])
+        c.close(
+            got,
+            want["rewards"],
+            "mode 'rewards'",
+            [(want["centered_rewards"], "returns the rewards unchanged (Δ = r); yours are centred")],
+        )
     with c.mode("centered_rewards"):
         got = _run_deltas(c, fn, r, "centered_rewards")
         _check_group_sums(c, got, r, "centered_rewards")
-        c.close(got, want["centered_rewards"], "centered_rewards", _delta_mistakes(r, "centered_rewards"),
-                rtol=_DELTA_RTOL)
+        c.close(
+            got, want["centered_rewards"], "centered_rewards", _delta_mistakes(r, "centered_rewards"), rtol=_DELTA_RTOL
+        )
     with c.mode("normalized_rewards"):
         got = _run_deltas(c, fn, r, "normalized_rewards")
         equal_groups = (r == r[:, :1]).all(dim=1)
         bad = ~torch.isfinite(got[equal_groups])
         if bad.any():
             value = got[equal_groups][bad][0].item()
-            c.fail(f"normalized_rewards: a group whose rewards are all equal must give zeros, got {value} — "
-                   "add a small epsilon to the std: (r − mean) / (std + 1e-6)")
+            c.fail(
+                f"normalized_rewards: a group whose rewards are all equal must give zeros, got {value} — "
+                "add a small epsilon to the std: (r − mean) / (std + 1e-6)"
+            )
         c.expect(bool(torch.isfinite(got).all()), f"normalized_rewards: got non-finite values {got.tolist()}")
         _check_group_sums(c, got, r, "normalized_rewards")
-        c.close(got, want["normalized_rewards"], "normalized_rewards",
-                [*_delta_mistakes(r, "normalized_rewards"), _big_epsilon(got, r)], rtol=_DELTA_RTOL)
+        c.close(
+            got,
+            want["normalized_rewards"],
+            "normalized_rewards",
+            [*_delta_mistakes(r, "normalized_rewards"), _big_epsilon(got, r)],
+            rtol=_DELTA_RTOL,
+        )
 
 
 @exercise_check("compute_deltas")
@@ -520,8 +654,11 @@ def check_compute_deltas(c: Check, fn: Callable) -> None:
     epsilon (NaN on an all-equal group), a big epsilon, the population std, the variance, the range,
     in-place edits."""
     r = torch.tensor(DELTA_REWARDS)
-    want = {"rewards": r, "centered_rewards": torch.tensor(DELTA_CENTERED),
-            "normalized_rewards": torch.tensor(DELTA_NORMALIZED)}
+    want = {
+        "rewards": r,
+        "centered_rewards": torch.tensor(DELTA_CENTERED),
+        "normalized_rewards": torch.tensor(DELTA_NORMALIZED),
+    }
     with c.worked_example():
         _check_deltas_case(c, fn, r, want)
     # a square [4, 4] batch (so a forgotten keepdim broadcasts silently) with one all-equal group
@@ -557,12 +694,19 @@ def _surrogate(lp, old, d, mode, eps, *, ratio="exp", combine="min", expand=True
     if mode == "naive":
         per_token = lp * d
     else:
-        rho = {"exp": torch.exp(lp - old), "quotient": lp / old, "log": lp - old, "inverse": torch.exp(old - lp),
-               "logprob": lp}[ratio]
+        rho = {
+            "exp": torch.exp(lp - old),
+            "quotient": lp / old,
+            "log": lp - old,
+            "inverse": torch.exp(old - lp),
+            "logprob": lp,
+        }[ratio]
         clipped = rho.clamp(1 - eps, 1 + eps) * d
         per_token = {
-            "min": lambda: torch.minimum(rho * d, clipped), "max": lambda: torch.maximum(rho * d, clipped),
-            "clip_only": lambda: clipped, "none": lambda: rho * d,
+            "min": lambda: torch.minimum(rho * d, clipped),
+            "max": lambda: torch.maximum(rho * d, clipped),
+            "clip_only": lambda: clipped,
+            "none": lambda: rho * d,
             "upper_only": lambda: torch.minimum(rho * d, rho.clamp(max=1 + eps) * d),
             "eps_low": lambda: torch.minimum(rho * d, rho.clamp(eps, 1 + eps) * d),
             "clip_product": lambda: torch.minimum(rho * d, (rho * d).clamp(1 - eps, 1 + eps)),
@@ -583,8 +727,11 @@ def _loss_mistakes(lp, old, d, mode, eps) -> list[tuple[torch.Tensor | None, str
         (wrong(sign=1.0), "your loss has the wrong sign: we minimise the NEGATIVE of the objective, L = −mean(…)"),
         (wrong(reduce="sum"), "you summed; take the mean over batch, trial and pos"),
         (wrong(reduce="sum_pos"), "you summed over positions; take the mean over batch, trial AND pos"),
-        (wrong(expand=False), "each token must be multiplied by its own response's delta: use deltas[..., None] "
-                              "(shape [batch, trial, 1]); plain deltas broadcast along positions"),
+        (
+            wrong(expand=False),
+            "each token must be multiplied by its own response's delta: use deltas[..., None] "
+            "(shape [batch, trial, 1]); plain deltas broadcast along positions",
+        ),
     ]
     if mode == "naive":
         return [*common, (-(lp.exp() * d[..., None]).mean(), "use the log-probabilities, not exp(log_probs)")]
@@ -598,18 +745,27 @@ def _loss_mistakes(lp, old, d, mode, eps) -> list[tuple[torch.Tensor | None, str
         return [*common, *ratios]
     return [
         *common,
-        (wrong(combine="clip_only"), "take the min of the unclipped and the clipped terms, "
-                                     "−mean(min(ρΔ, clip(ρ, 1 − ε, 1 + ε)Δ)); clip(ρ)·Δ alone also clips where "
-                                     "the unclipped term is the smaller, more pessimistic one"),
+        (
+            wrong(combine="clip_only"),
+            "take the min of the unclipped and the clipped terms, "
+            "−mean(min(ρΔ, clip(ρ, 1 − ε, 1 + ε)Δ)); clip(ρ)·Δ alone also clips where "
+            "the unclipped term is the smaller, more pessimistic one",
+        ),
         (wrong(combine="max"), "use min, not max: the clipped objective is a pessimistic (lower) bound"),
         (wrong(combine="none"), "you did not clip: clip the ratio to [1 − ε, 1 + ε] and take the min"),
-        (wrong(combine="upper_only"), "you clipped only the top (ρ ≤ 1 + ε): the lower bound 1 − ε matters too, for "
-                                      "a response with Δ < 0 whose ratio has fallen below 1 − ε: "
-                                      "ratio.clamp(1 − ε, 1 + ε)"),
+        (
+            wrong(combine="upper_only"),
+            "you clipped only the top (ρ ≤ 1 + ε): the lower bound 1 − ε matters too, for "
+            "a response with Δ < 0 whose ratio has fallen below 1 − ε: "
+            "ratio.clamp(1 − ε, 1 + ε)",
+        ),
         (wrong(combine="eps_low"), "the lower bound is 1 − ε, not ε: ratio.clamp(1 − epsilon, 1 + epsilon)"),
         (wrong(combine="clip_product"), "clip the RATIO, not the product ρΔ: min(ρΔ, clip(ρ, 1 − ε, 1 + ε)·Δ)"),
-        (wrong(combine="min_ratios"), "take the min of the two PRODUCTS, min(ρΔ, clip(ρ)Δ), not the min of the two "
-                                      "ratios times Δ: with Δ < 0 the smaller ratio gives the LARGER product"),
+        (
+            wrong(combine="min_ratios"),
+            "take the min of the two PRODUCTS, min(ρΔ, clip(ρ)Δ), not the min of the two "
+            "ratios times Δ: with Δ < 0 the smaller ratio gives the LARGER product",
+        ),
         (_surrogate(lp, old, d, mode, 0.2), f"your loss ignores the epsilon argument (called with ε = {eps})"),
         *ratios,
     ]
@@ -618,17 +774,26 @@ def _loss_mistakes(lp, old, d, mode, eps) -> list[tuple[torch.Tensor | None, str
 def _scalar_loss(c: Check, got, lp: torch.Tensor, what: str) -> torch.Tensor:
     got = c.tensor(got, what)
     if got.dim() != 0:
-        hint = {tuple(lp.shape): "you returned the per-token terms; take the mean to get one number",
-                tuple(lp.shape[:2]): "you averaged over positions only; take the mean over all axes"}
+        hint = {
+            tuple(lp.shape): "you returned the per-token terms; take the mean to get one number",
+            tuple(lp.shape[:2]): "you averaged over positions only; take the mean over all axes",
+        }
         extra = hint.get(tuple(got.shape))
-        c.fail(f"{what}: the loss should be a single number (a 0-dim tensor, e.g. from .mean()); got shape "
-               f"{list(got.shape)}" + (f" — {extra}" if extra else ""))
+        c.fail(
+            f"{what}: the loss should be a single number (a 0-dim tensor, e.g. from .mean()); got shape "
+            f"{list(got.shape)}" + (f" — {extra}" if extra else "")
+        )
     c.passed += 1
     return got
 
 
-_LOSS_HINTS = [("size of tensor", "multiply each token by its response's delta: deltas[..., None] has shape "
-                                  "[batch, trial, 1], which broadcasts over positions")]
+_LOSS_HINTS = [
+    (
+        "size of tensor",
+        "multiply each token by its response's delta: deltas[..., None] has shape "
+        "[batch, trial, 1], which broadcasts over positions",
+    )
+]
 
 
 def _check_loss_call(c: Check, fn: Callable, lp, old, d, mode: str, eps: float | None, want: torch.Tensor) -> None:
@@ -644,8 +809,11 @@ def _check_loss_call(c: Check, fn: Callable, lp, old, d, mode: str, eps: float |
         what = f"loss ({shown})"
         got = _scalar_loss(c, got, lp, what)
         c.close(got, want, what, _loss_mistakes(lp, old, d, mode, 0.2 if eps is None else eps))
-        c.expect(got.requires_grad, f"{what}: your loss carries no gradient — keep it a tensor computed from "
-                                    "log_probs (no .item(), .detach() or torch.no_grad())")
+        c.expect(
+            got.requires_grad,
+            f"{what}: your loss carries no gradient — keep it a tensor computed from "
+            "log_probs (no .item(), .detach() or torch.no_grad())",
+        )
 
 
 @exercise_check("compute_loss")
@@ -669,7 +837,7 @@ def check_compute_loss(c: Check, fn: Callable) -> None:
     _check_loss_call(c, fn, lp, old, d, "clipped", None, _ref_compute_loss(lp, d, "clipped", old, 0.2).detach())
     gen = _generator(6)
     lp = torch.randn(3, 4, 5, generator=gen).log_softmax(-1)  # only the values matter
-    old = lp + 0.4 * torch.randn(3, 4, 5, generator=gen)      # ratios spread around the clip range
+    old = lp + 0.4 * torch.randn(3, 4, 5, generator=gen)  # ratios spread around the clip range
     d = _ref_compute_deltas(torch.randn(3, 4, generator=gen), "normalized_rewards")
     for mode, eps in [("naive", None), ("unclipped", None), ("clipped", None), ("clipped", 0.1)]:
         want = _ref_compute_loss(lp, d, mode, old, 0.2 if eps is None else eps).detach()

@@ -40,10 +40,14 @@ __all__ = [
 SEED = 2025
 
 _LAST_AXIS_HINTS = [
-    ("index", "time is the LAST axis: index it with x[..., t] so that any leading shape works "
-              "([time], [episode, time], ...)"),
-    ("dimension", "time is the LAST axis: index it with x[..., t] so that any leading shape works "
-                  "([time], [episode, time], ...)"),
+    (
+        "index",
+        "time is the LAST axis: index it with x[..., t] so that any leading shape works ([time], [episode, time], ...)",
+    ),
+    (
+        "dimension",
+        "time is the LAST axis: index it with x[..., t] so that any leading shape works ([time], [episode, time], ...)",
+    ),
 ]
 
 
@@ -64,8 +68,10 @@ _NEW_TENSOR = "write the results into a new tensor (torch.zeros_like(rewards))"
 def _result(c: Check, got, want: torch.Tensor, what: str) -> torch.Tensor:
     got = c.tensor(got, what)
     if tuple(got.shape) != tuple(want.shape):
-        c.fail(f"{what}: expected the shape of rewards, {list(want.shape)}, got {list(got.shape)} — one value "
-               "per step, along the last (time) axis")
+        c.fail(
+            f"{what}: expected the shape of rewards, {list(want.shape)}, got {list(got.shape)} — one value "
+            "per step, along the last (time) axis"
+        )
     c.passed += 1
     if not got.is_floating_point():
         c.fail(f"{what}: expected a float tensor, got dtype {got.dtype}")
@@ -108,25 +114,38 @@ def _exclusive_scan(x: torch.Tensor, factor: Callable[[int], torch.Tensor | floa
     return out
 
 
-def _off_by_one(correct: torch.Tensor, x: torch.Tensor, factor: Callable[[int], torch.Tensor | float], what: str,
-                recursion: str) -> list[tuple[torch.Tensor, str]]:
+def _off_by_one(
+    correct: torch.Tensor, x: torch.Tensor, factor: Callable[[int], torch.Tensor | float], what: str, recursion: str
+) -> list[tuple[torch.Tensor, str]]:
     """The off-by-one mistakes of a backward loop over the last axis, named for ``what`` (G_t or A_t)."""
     T = x.shape[-1]
     skip_first = correct.clone()
-    skip_first[..., 0] = 0.0                                      # range(T - 1, 0, -1): t = 0 never filled
+    skip_first[..., 0] = 0.0  # range(T - 1, 0, -1): t = 0 never filled
     skip_last = _backward_scan(x[..., :-1], factor) if T > 1 else torch.zeros_like(x)
     skip_last = torch.cat([skip_last, torch.zeros_like(x[..., :1])], dim=-1) if T > 1 else skip_last
     shifted = torch.cat([correct[..., 1:], torch.zeros_like(correct[..., :1])], dim=-1)
     loop = "loop over every step, for t in reversed(range(T))"
     return [
-        (_exclusive_scan(x, factor), f"off by one: you stored {what} before adding step t's own term, so your "
-                                     f"{what} starts at t + 1; {recursion}"),
-        (shifted, f"off by one: your {what} is the correct one of the NEXT step ({what} = value at t + 1); "
-                  f"index step t itself: {recursion}"),
-        (skip_first, f"off by one: your loop never reaches t = 0 (the first step is left at 0, as with "
-                     f"range(T - 1, 0, -1)); {loop}"),
-        (skip_last, f"off by one: your loop starts at t = T − 2 (the last step is left at 0); {loop}, and at the "
-                    "last step there is nothing after it to add"),
+        (
+            _exclusive_scan(x, factor),
+            f"off by one: you stored {what} before adding step t's own term, so your "
+            f"{what} starts at t + 1; {recursion}",
+        ),
+        (
+            shifted,
+            f"off by one: your {what} is the correct one of the NEXT step ({what} = value at t + 1); "
+            f"index step t itself: {recursion}",
+        ),
+        (
+            skip_first,
+            f"off by one: your loop never reaches t = 0 (the first step is left at 0, as with "
+            f"range(T - 1, 0, -1)); {loop}",
+        ),
+        (
+            skip_last,
+            f"off by one: your loop starts at t = T − 2 (the last step is left at 0); {loop}, and at the "
+            "last step there is nothing after it to add",
+        ),
         (-correct, f"wrong sign: your {what} is the negative of the expected one; {recursion}"),
     ]
 
@@ -172,41 +191,73 @@ def _returns_mistakes(rewards: torch.Tensor, dones: torch.Tensor, gamma: float) 
     recursion = "G_t = r_t + gamma (1 - done_t) G_{t+1}"
     return [
         *_off_by_one(correct, rewards, lambda t: gamma * (1.0 - dones[..., t]), "G_t", recursion),
-        (_backward_scan(rewards, lambda t: gamma * (1.0 - earlier[..., t])),
-         "your reset is one step early: use done_t of the step itself (dones[..., t], not dones[..., t - 1]), "
-         + recursion),
-        (_ref_discounted_returns(rewards, dones, 1.0),
-         f"you did not discount (your result is the gamma = 1 one, gamma was {gamma:g}): "
-         "G_t = r_t + gamma (1 - done_t) G_{t+1}"),
-        (from_start, "you discounted from the start of the sequence (gamma^t' r_t'); a reward k steps after t is "
-                     "discounted by gamma^k, counted from t: G_t = sum_{t' >= t} gamma^(t' - t) r_t'"),
-        (from_episode_start, "you discounted from the start of the episode; a reward k steps after t is discounted "
-                             "by gamma^k, counted from t: G_t = sum_{t' >= t} gamma^(t' - t) r_t'"),
-        (gamma * correct, "the reward of the step itself is not discounted: G_t = r_t + gamma G_{t+1}, "
-                          "not gamma (r_t + G_{t+1})"),
+        (
+            _backward_scan(rewards, lambda t: gamma * (1.0 - earlier[..., t])),
+            "your reset is one step early: use done_t of the step itself (dones[..., t], not dones[..., t - 1]), "
+            + recursion,
+        ),
+        (
+            _ref_discounted_returns(rewards, dones, 1.0),
+            f"you did not discount (your result is the gamma = 1 one, gamma was {gamma:g}): "
+            "G_t = r_t + gamma (1 - done_t) G_{t+1}",
+        ),
+        (
+            from_start,
+            "you discounted from the start of the sequence (gamma^t' r_t'); a reward k steps after t is "
+            "discounted by gamma^k, counted from t: G_t = sum_{t' >= t} gamma^(t' - t) r_t'",
+        ),
+        (
+            from_episode_start,
+            "you discounted from the start of the episode; a reward k steps after t is discounted "
+            "by gamma^k, counted from t: G_t = sum_{t' >= t} gamma^(t' - t) r_t'",
+        ),
+        (
+            gamma * correct,
+            "the reward of the step itself is not discounted: G_t = r_t + gamma G_{t+1}, not gamma (r_t + G_{t+1})",
+        ),
         (_forward_scan(rewards, lambda t: gamma), "you summed forward in time (rewards of the past)" + backward),
         (forward_reset, "you summed forward in time (rewards of the past)" + backward),
-        (_backward_scan(rewards, lambda t: gamma), "you did not reset at the episode end: where dones[t] = 1 the "
-                                                   "next reward belongs to another episode, so "
-                                                   "G_t = r_t + gamma (1 - done_t) G_{t+1}"),
-        (_backward_scan(rewards, lambda t: gamma * (1.0 - later[..., t])),
-         "your reset is one step late: use done_t of the step itself, G_t = r_t + gamma (1 - done_t) G_{t+1}"),
-        (_zeroed_at_end(rewards, dones, gamma),
-         "you zeroed the whole G_t at the last step of an episode; (1 - done_t) multiplies only the future "
-         "term: G_t = r_t + gamma (1 - done_t) G_{t+1}"),
-        (episode_total, "you gave every step the return of its whole episode; each step gets only the rewards "
-                        "from t onward (the reward-to-go)"),
-        (undiscounted_total, "you returned the total of all rewards on every step; each step gets only the "
-                             "discounted rewards from t onward, within its episode"),
-        (discounted_total, "you returned the discounted total of the sequence on every step; each step gets only "
-                           "the rewards from t onward, within its episode"),
+        (
+            _backward_scan(rewards, lambda t: gamma),
+            "you did not reset at the episode end: where dones[t] = 1 the "
+            "next reward belongs to another episode, so "
+            "G_t = r_t + gamma (1 - done_t) G_{t+1}",
+        ),
+        (
+            _backward_scan(rewards, lambda t: gamma * (1.0 - later[..., t])),
+            "your reset is one step late: use done_t of the step itself, G_t = r_t + gamma (1 - done_t) G_{t+1}",
+        ),
+        (
+            _zeroed_at_end(rewards, dones, gamma),
+            "you zeroed the whole G_t at the last step of an episode; (1 - done_t) multiplies only the future "
+            "term: G_t = r_t + gamma (1 - done_t) G_{t+1}",
+        ),
+        (
+            episode_total,
+            "you gave every step the return of its whole episode; each step gets only the rewards "
+            "from t onward (the reward-to-go)",
+        ),
+        (
+            undiscounted_total,
+            "you returned the total of all rewards on every step; each step gets only the "
+            "discounted rewards from t onward, within its episode",
+        ),
+        (
+            discounted_total,
+            "you returned the discounted total of the sequence on every step; each step gets only "
+            "the rewards from t onward, within its episode",
+        ),
         (rewards.clone(), "you returned the rewards themselves; G_t also adds the discounted future rewards"),
-        (_backward_scan(gamma * rewards, lambda t: 1.0 - dones[..., t]),
-         "you discounted the step's own reward instead of the future: G_t = r_t + gamma (1 - done_t) G_{t+1}, not "
-         "gamma r_t + (1 - done_t) G_{t+1}"),
-        (_along_first_axis(_ref_discounted_returns, rewards, dones, gamma),
-         "you ran the recursion along the FIRST axis (the episodes); time is the LAST axis: rewards[..., t], "
-         "dones[..., t], for t from rewards.shape[-1] − 1 down to 0"),
+        (
+            _backward_scan(gamma * rewards, lambda t: 1.0 - dones[..., t]),
+            "you discounted the step's own reward instead of the future: G_t = r_t + gamma (1 - done_t) G_{t+1}, not "
+            "gamma r_t + (1 - done_t) G_{t+1}",
+        ),
+        (
+            _along_first_axis(_ref_discounted_returns, rewards, dones, gamma),
+            "you ran the recursion along the FIRST axis (the episodes); time is the LAST axis: rewards[..., t], "
+            "dones[..., t], for t from rewards.shape[-1] − 1 down to 0",
+        ),
     ]
 
 
@@ -219,8 +270,9 @@ def _along_first_axis(reference: Callable[..., torch.Tensor], *tensors_then_args
     return reference(*(x.movedim(0, -1) for x in tensors), *args).movedim(-1, 0)
 
 
-def _check_returns_case(c: Check, fn: Callable, rewards: torch.Tensor, dones: torch.Tensor, gamma: float,
-                        want: torch.Tensor, what: str) -> None:
+def _check_returns_case(
+    c: Check, fn: Callable, rewards: torch.Tensor, dones: torch.Tensor, gamma: float, want: torch.Tensor, what: str
+) -> None:
     r, d = rewards.clone(), dones.clone()
     got = c.call(fn, r, d, gamma, call=what, hints=_LAST_AXIS_HINTS)
     c.unchanged({"rewards": rewards, "dones": dones}, {"rewards": r, "dones": d}, what, _NEW_TENSOR)
@@ -235,11 +287,14 @@ RETURNS_HAND_CASES = [
     # two episodes in one row, the second cut by the budget: 1 + 0.5 * 2 | 2 | 3 + 0.5 * 4 | 4
     ([1.0, 2.0, 3.0, 4.0], [0.0, 1.0, 0.0, 0.0], 0.5, [2.0, 2.0, 5.0, 4.0]),
     # the maze: a success (10 at the 6th move) and a failure, gamma = 1: every move of the success gets 10
-    ([[0.0, 0.0, 0.0, 0.0, 0.0, 10.0], [0.0] * 6], [[0.0, 0.0, 0.0, 0.0, 0.0, 1.0], [0.0] * 6], 1.0,
-     [[10.0] * 6, [0.0] * 6]),
+    (
+        [[0.0, 0.0, 0.0, 0.0, 0.0, 10.0], [0.0] * 6],
+        [[0.0, 0.0, 0.0, 0.0, 0.0, 1.0], [0.0] * 6],
+        1.0,
+        [[10.0] * 6, [0.0] * 6],
+    ),
     # the same with gamma = 0.9: 10 * 0.9^(5 - t)
-    ([[0.0, 0.0, 0.0, 0.0, 0.0, 10.0]], [[0.0, 0.0, 0.0, 0.0, 0.0, 1.0]], 0.9,
-     [[5.9049, 6.561, 7.29, 8.1, 9.0, 10.0]]),
+    ([[0.0, 0.0, 0.0, 0.0, 0.0, 10.0]], [[0.0, 0.0, 0.0, 0.0, 0.0, 1.0]], 0.9, [[5.9049, 6.561, 7.29, 8.1, 9.0, 10.0]]),
 ]
 
 
@@ -255,14 +310,28 @@ def check_discounted_returns(c: Check, fn: Callable) -> None:
     for rewards, dones, gamma, want in RETURNS_HAND_CASES:  # the hand-worked cases first: readable failures
         r, d = torch.tensor(rewards), torch.tensor(dones)
         with c.worked_example():
-            _check_returns_case(c, fn, r, d, gamma, torch.tensor(want),
-                                f"rewards {format_tensor(r)}, dones {format_tensor(d)}, gamma={gamma}")
+            _check_returns_case(
+                c,
+                fn,
+                r,
+                d,
+                gamma,
+                torch.tensor(want),
+                f"rewards {format_tensor(r)}, dones {format_tensor(d)}, gamma={gamma}",
+            )
     gen = _generator(1)
     for shape, gamma in [((4, 9), 0.9), ((11,), 0.7), ((2, 3, 8), 0.95)]:
         rewards = torch.randn(*shape, generator=gen)
         dones = _random_dones(shape, gen)
-        _check_returns_case(c, fn, rewards, dones, gamma, _ref_discounted_returns(rewards, dones, gamma),
-                            f"random rewards {list(shape)}, gamma={gamma}")
+        _check_returns_case(
+            c,
+            fn,
+            rewards,
+            dones,
+            gamma,
+            _ref_discounted_returns(rewards, dones, gamma),
+            f"random rewards {list(shape)}, gamma={gamma}",
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -283,8 +352,9 @@ def reference_reinforce_loss(log_probs: torch.Tensor, advantages: torch.Tensor, 
 def _library_gradient(lp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """d L / d log_probs of the library's REINFORCE loss (``policy_loss``, ratio ≡ 1, constant aggregation)."""
     log_probs = lp.clone().requires_grad_(True)
-    loss, _ = _ref_policy_loss(log_probs.unsqueeze(1), None, adv.unsqueeze(1), mask.unsqueeze(1),
-                               clip_eps_low=None, aggregation="constant")
+    loss, _ = _ref_policy_loss(
+        log_probs.unsqueeze(1), None, adv.unsqueeze(1), mask.unsqueeze(1), clip_eps_low=None, aggregation="constant"
+    )
     return torch.autograd.grad(loss, log_probs)[0]
 
 
@@ -293,27 +363,45 @@ def _loss_mistakes(lp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor) -> l
     real = mask.sum().clamp(min=1.0)
     terms = mask * adv * lp
     return [
-        (terms.sum() / (n * t), "your loss has the wrong sign: we MINIMISE L = −Σ m A log π / (N·T), so that "
-                                "gradient descent raises the log-probability of moves with A > 0"),
-        (-(adv * lp).sum() / (n * t), "you forgot the mask: the padding steps after an episode ended count in your "
-                                      "loss; multiply by mask (do not assume the advantages are 0 there)"),
+        (
+            terms.sum() / (n * t),
+            "your loss has the wrong sign: we MINIMISE L = −Σ m A log π / (N·T), so that "
+            "gradient descent raises the log-probability of moves with A > 0",
+        ),
+        (
+            -(adv * lp).sum() / (n * t),
+            "you forgot the mask: the padding steps after an episode ended count in your "
+            "loss; multiply by mask (do not assume the advantages are 0 there)",
+        ),
         ((adv * lp).sum() / (n * t), "wrong sign, and you forgot the mask"),
-        (-(mask * adv * lp.exp()).sum() / (n * t), "use the log-probabilities, not the probabilities exp(log π): the "
-                                                   "policy gradient is E[A ∇ log π]"),
-        (-terms.sum() / real, "you divided by the number of real steps (a token mean); divide by N·T, the number of "
-                              "episodes times the number of time steps (a constant): -(mask * A * log_probs).mean()"),
-        (-(terms.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)).mean(),
-         "you averaged each episode over its own real steps (a sequence mean); divide the sum by N·T, "
-         "a constant: -(mask * A * log_probs).mean()"),
+        (
+            -(mask * adv * lp.exp()).sum() / (n * t),
+            "use the log-probabilities, not the probabilities exp(log π): the policy gradient is E[A ∇ log π]",
+        ),
+        (
+            -terms.sum() / real,
+            "you divided by the number of real steps (a token mean); divide by N·T, the number of "
+            "episodes times the number of time steps (a constant): -(mask * A * log_probs).mean()",
+        ),
+        (
+            -(terms.sum(dim=1) / mask.sum(dim=1).clamp(min=1.0)).mean(),
+            "you averaged each episode over its own real steps (a sequence mean); divide the sum by N·T, "
+            "a constant: -(mask * A * log_probs).mean()",
+        ),
         (-terms.sum(), "you summed without normalising; divide by N·T (episodes × time steps)"),
         (-terms.sum() / n, "you divided by the number of episodes only; divide by N·T (episodes × time steps)"),
         (-terms.sum() / t, "you divided by the number of time steps only; divide by N·T (episodes × time steps)"),
-        (-terms.sum() / (n * mask.sum(dim=1).max().clamp(min=1.0)),
-         "you took T as the longest REAL episode (mask.sum(1).max()); T is the step budget, the size of the time "
-         "axis (log_probs.shape[1]), even when every episode ends early"),
-        (-(mask * adv).sum() / (n * t), "your loss has the right gradient but the value of the ratio form "
-                                        "−Σ m A exp(log π − log π.detach()) / (N·T); write the log-prob form "
-                                        "−Σ m A log π / (N·T)"),
+        (
+            -terms.sum() / (n * mask.sum(dim=1).max().clamp(min=1.0)),
+            "you took T as the longest REAL episode (mask.sum(1).max()); T is the step budget, the size of the time "
+            "axis (log_probs.shape[1]), even when every episode ends early",
+        ),
+        (
+            -(mask * adv).sum() / (n * t),
+            "your loss has the right gradient but the value of the ratio form "
+            "−Σ m A exp(log π − log π.detach()) / (N·T); write the log-prob form "
+            "−Σ m A log π / (N·T)",
+        ),
     ]
 
 
@@ -332,33 +420,56 @@ LOSS_SHORT_MASK = [[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 0.0]]
 LOSS_SHORT_VALUE = 0.2125
 
 
-def _check_loss_case(c: Check, fn: Callable, lp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor,
-                     want: torch.Tensor, what: str) -> None:
+def _check_loss_case(
+    c: Check, fn: Callable, lp: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, want: torch.Tensor, what: str
+) -> None:
     log_probs = lp.clone().requires_grad_(True)
     advantages = adv.clone().requires_grad_(True)  # as if they came out of a value model
     m = mask.clone()
-    got = c.call(fn, log_probs, advantages, m, call=what,
-                 hints=[("size of tensor", "log_probs, advantages and mask all have shape [episode, time]: "
-                                           "multiply them elementwise")])
-    c.unchanged({"log_probs": lp, "advantages": adv, "mask": mask},
-                {"log_probs": log_probs.detach(), "advantages": advantages.detach(), "mask": m}, what, _NEW_TENSOR)
+    got = c.call(
+        fn,
+        log_probs,
+        advantages,
+        m,
+        call=what,
+        hints=[
+            (
+                "size of tensor",
+                "log_probs, advantages and mask all have shape [episode, time]: multiply them elementwise",
+            )
+        ],
+    )
+    c.unchanged(
+        {"log_probs": lp, "advantages": adv, "mask": mask},
+        {"log_probs": log_probs.detach(), "advantages": advantages.detach(), "mask": m},
+        what,
+        _NEW_TENSOR,
+    )
     got = c.tensor(got, f"loss ({what})")
     if got.dim() != 0:
         hint = " — you returned the per-step terms; reduce them to one number" if got.shape == lp.shape else ""
-        c.fail(f"loss ({what}): the loss should be a single number (a 0-dim tensor); got shape "
-               f"{list(got.shape)}{hint}")
+        c.fail(f"loss ({what}): the loss should be a single number (a 0-dim tensor); got shape {list(got.shape)}{hint}")
     c.passed += 1
     c.close(got, want, f"loss ({what})", _loss_mistakes(lp, adv, mask))
-    c.expect(got.requires_grad, f"loss ({what}): your loss carries no gradient — keep it a tensor computed from "
-                                "log_probs (no .item(), .detach() or torch.no_grad())")
+    c.expect(
+        got.requires_grad,
+        f"loss ({what}): your loss carries no gradient — keep it a tensor computed from "
+        "log_probs (no .item(), .detach() or torch.no_grad())",
+    )
     grad_lp, grad_adv = torch.autograd.grad(got, [log_probs, advantages], allow_unused=True)
-    c.expect(grad_adv is None or not bool(grad_adv.abs().gt(0).any()),
-             f"loss ({what}): the gradient flows into the advantages; they are fixed weights, not something to "
-             "optimise (a value model's output would be pushed by the policy loss): use advantages.detach()")
+    c.expect(
+        grad_adv is None or not bool(grad_adv.abs().gt(0).any()),
+        f"loss ({what}): the gradient flows into the advantages; they are fixed weights, not something to "
+        "optimise (a value model's output would be pushed by the policy loss): use advantages.detach()",
+    )
     want_grad = _library_gradient(lp, adv, mask)
     c.expect(grad_lp is not None, f"loss ({what}): your loss does not depend on log_probs")
-    c.close(grad_lp, want_grad, f"the gradient of your loss with respect to log_probs ({what})",
-            [(-adv / lp.numel(), "the padding steps get a gradient: multiply by the mask")])
+    c.close(
+        grad_lp,
+        want_grad,
+        f"the gradient of your loss with respect to log_probs ({what})",
+        [(-adv / lp.numel(), "the padding steps get a gradient: multiply by the mask")],
+    )
 
 
 @exercise_check("reinforce_loss")
@@ -371,14 +482,16 @@ def check_reinforce_loss(c: Check, fn: Callable) -> None:
     a loss with no gradient, and a gradient that flows into the advantages (not detached)."""
     lp, adv, mask = (torch.tensor(x) for x in (LOSS_HAND_LOG_PROBS, LOSS_HAND_ADVANTAGES, LOSS_HAND_MASK))
     with c.worked_example():
-        _check_loss_case(c, fn, lp, adv, mask, torch.tensor(LOSS_HAND_VALUE),
-                         "the worked example, 2 episodes x 3 steps")
+        _check_loss_case(
+            c, fn, lp, adv, mask, torch.tensor(LOSS_HAND_VALUE), "the worked example, 2 episodes x 3 steps"
+        )
     lp, adv, mask = (torch.tensor(x) for x in (LOSS_SHORT_LOG_PROBS, LOSS_SHORT_ADVANTAGES, LOSS_SHORT_MASK))
-    _check_loss_case(c, fn, lp, adv, mask, torch.tensor(LOSS_SHORT_VALUE),
-                     "2 episodes that both end before the budget of 4 steps")
+    _check_loss_case(
+        c, fn, lp, adv, mask, torch.tensor(LOSS_SHORT_VALUE), "2 episodes that both end before the budget of 4 steps"
+    )
     gen = _generator(2)
     for n, t in [(6, 7), (3, 5)]:
-        lp = torch.randn(n, t, 4, generator=gen).log_softmax(-1)[..., 0]   # log π of the moves made
+        lp = torch.randn(n, t, 4, generator=gen).log_softmax(-1)[..., 0]  # log π of the moves made
         adv = 3.0 * torch.randn(n, t, generator=gen)
         lengths = torch.randint(1, t + 1, (n,), generator=gen)
         lengths[0] = t  # at least one episode uses the whole budget, at least one ends early
@@ -393,10 +506,22 @@ def check_reinforce_loss(c: Check, fn: Callable) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def _gae_variant(rewards: torch.Tensor, values: torch.Tensor, next_values: torch.Tensor, dones: torch.Tensor,
-                 gamma: float, lam: float, *, delta_done: bool = True, recursion_done: bool = True,
-                 decay: str = "gamma_lam", bootstrap: str = "gamma", minus_value: bool = True,
-                 forward: bool = False, next_from_values: bool = False) -> torch.Tensor:
+def _gae_variant(
+    rewards: torch.Tensor,
+    values: torch.Tensor,
+    next_values: torch.Tensor,
+    dones: torch.Tensor,
+    gamma: float,
+    lam: float,
+    *,
+    delta_done: bool = True,
+    recursion_done: bool = True,
+    decay: str = "gamma_lam",
+    bootstrap: str = "gamma",
+    minus_value: bool = True,
+    forward: bool = False,
+    next_from_values: bool = False,
+) -> torch.Tensor:
     """GAE with one knob turned (the reference when every knob is at its default)."""
     not_done = 1.0 - dones
     if next_from_values:
@@ -418,46 +543,67 @@ def _gae_mistakes(rewards, values, next_values, dones, gamma, lam) -> list[tuple
     deltas = rewards + gamma * (1.0 - dones) * next_values - values
     earlier = torch.cat([torch.zeros_like(dones[..., :1]), dones[..., :-1]], dim=-1)
     return [
-        *_off_by_one(correct, deltas, lambda t: gamma * lam * (1.0 - dones[..., t]), "A_t",
-                     f"{delta}, {recursion}"),
-        (_backward_scan(deltas, lambda t: gamma * lam * (1.0 - earlier[..., t])),
-         "your recursion resets one step early: multiply γλ A_{t+1} by (1 − done_t) of the step itself "
-         "(dones[..., t], not dones[..., t - 1]), " + recursion),
-        (_gae_variant(*args, decay="gamma"), f"you ignored lam (your recursion decays by γ alone; lam was {lam:g}): "
-                                             + recursion),
-        (_gae_variant(*args, decay="zero"), "you returned the TD errors δ_t (that is lam = 0); GAE accumulates "
-                                            "them: " + recursion),
+        *_off_by_one(correct, deltas, lambda t: gamma * lam * (1.0 - dones[..., t]), "A_t", f"{delta}, {recursion}"),
+        (
+            _backward_scan(deltas, lambda t: gamma * lam * (1.0 - earlier[..., t])),
+            "your recursion resets one step early: multiply γλ A_{t+1} by (1 − done_t) of the step itself "
+            "(dones[..., t], not dones[..., t - 1]), " + recursion,
+        ),
+        (
+            _gae_variant(*args, decay="gamma"),
+            f"you ignored lam (your recursion decays by γ alone; lam was {lam:g}): " + recursion,
+        ),
+        (
+            _gae_variant(*args, decay="zero"),
+            "you returned the TD errors δ_t (that is lam = 0); GAE accumulates them: " + recursion,
+        ),
         (_gae_variant(*args, decay="lam"), "your recursion decays by λ alone; it decays by γλ: " + recursion),
         (_gae_variant(*args, bootstrap="gamma_lam"), "the TD error bootstraps with γ, not γλ: " + delta),
         (_gae_variant(*args, bootstrap="one"), "you forgot γ in the TD error: " + delta),
-        (_gae_variant(*args, delta_done=False, recursion_done=False),
-         "you ignored dones: there is no next state after an episode ends, so no bootstrap (γ V(s_{t+1})) and no "
-         "A_{t+1} across the end: " + delta + ", " + recursion),
-        (_gae_variant(*args, delta_done=False), "you bootstrapped past the episode end: where done_t = 1 there is no "
-                                                "next state, so " + delta),
-        (_gae_variant(*args, recursion_done=False), "your recursion runs across the episode end: multiply "
-                                                    "γλ A_{t+1} by (1 − done_t), " + recursion),
+        (
+            _gae_variant(*args, delta_done=False, recursion_done=False),
+            "you ignored dones: there is no next state after an episode ends, so no bootstrap (γ V(s_{t+1})) and no "
+            "A_{t+1} across the end: " + delta + ", " + recursion,
+        ),
+        (
+            _gae_variant(*args, delta_done=False),
+            "you bootstrapped past the episode end: where done_t = 1 there is no next state, so " + delta,
+        ),
+        (
+            _gae_variant(*args, recursion_done=False),
+            "your recursion runs across the episode end: multiply γλ A_{t+1} by (1 − done_t), " + recursion,
+        ),
         (_gae_variant(*args, forward=True), "you ran the recursion forward in time" + backward),
         (_gae_variant(*args, forward=True, recursion_done=False), "you ran the recursion forward in time" + backward),
         (_gae_variant(*args, minus_value=False), "the TD error subtracts the current value: " + delta),
-        (_gae_variant(*args, next_from_values=True), "take V(s_{t+1}) from next_values[..., t], not from "
-                                                     "values[..., t + 1] (the next state's value is given, also at "
-                                                     "the last step and at an episode end)"),
+        (
+            _gae_variant(*args, next_from_values=True),
+            "take V(s_{t+1}) from next_values[..., t], not from "
+            "values[..., t + 1] (the next state's value is given, also at "
+            "the last step and at an episode end)",
+        ),
         (correct + values, "you returned A_t + V(s_t), the value target; return the advantages A_t"),
-        (_ref_discounted_returns(rewards, dones, gamma) - values,
-         "you returned G_t − V(s_t), the Monte Carlo advantage (lam = 1 with a consistent V); use the TD errors "
-         "of the given next_values: " + delta + ", " + recursion),
-        (_ref_compute_gae(rewards, values, next_values, dones, lam, gamma) if gamma != lam else None,
-         f"you swapped gamma and lam (called with gamma={gamma:g}, lam={lam:g}): the arguments are (rewards, values, "
-         "next_values, dones, gamma, lam); γ discounts the TD error's bootstrap, γλ the recursion"),
-        (_along_first_axis(_ref_compute_gae, rewards, values, next_values, dones, gamma, lam),
-         "you ran the recursion along the FIRST axis (the episodes); time is the LAST axis: x[..., t], for t "
-         "from the last step down to 0"),
+        (
+            _ref_discounted_returns(rewards, dones, gamma) - values,
+            "you returned G_t − V(s_t), the Monte Carlo advantage (lam = 1 with a consistent V); use the TD errors "
+            "of the given next_values: " + delta + ", " + recursion,
+        ),
+        (
+            _ref_compute_gae(rewards, values, next_values, dones, lam, gamma) if gamma != lam else None,
+            f"you swapped gamma and lam (called with gamma={gamma:g}, lam={lam:g}): the arguments are (rewards, "
+            "values, next_values, dones, gamma, lam); γ discounts the TD error's bootstrap, γλ the recursion",
+        ),
+        (
+            _along_first_axis(_ref_compute_gae, rewards, values, next_values, dones, gamma, lam),
+            "you ran the recursion along the FIRST axis (the episodes); time is the LAST axis: x[..., t], for t "
+            "from the last step down to 0",
+        ),
     ]
 
 
-def _check_gae_case(c: Check, fn: Callable, inputs: tuple[torch.Tensor, ...], gamma: float, lam: float,
-                    want: torch.Tensor, what: str) -> None:
+def _check_gae_case(
+    c: Check, fn: Callable, inputs: tuple[torch.Tensor, ...], gamma: float, lam: float, want: torch.Tensor, what: str
+) -> None:
     copies = tuple(x.clone() for x in inputs)
     got = c.call(fn, *copies, gamma, lam, call=what, hints=_LAST_AXIS_HINTS)
     names = ("rewards", "values", "next_values", "dones")
@@ -473,8 +619,15 @@ GAE_HAND_CASES = [
     ([0.0, 0.0, 1.0], [0.5, 0.6, 0.8], [0.6, 0.8, 0.7], [0.0, 0.0, 1.0], 0.9, 0.5, [0.1345, 0.21, 0.2]),
     # two episodes: δ = [0.16, 0.6, −0.21, 0.94]; A_3 = 0.94, A_2 = −0.21 + 0.45·0.94 = 0.213,
     # A_1 = 0.6 (the episode ended: no A_2 behind it), A_0 = 0.16 + 0.45·0.6 = 0.43
-    ([0.0, 1.0, 0.0, 0.5], [0.2, 0.4, 0.3, 0.1], [0.4, 0.9, 0.1, 0.6], [0.0, 1.0, 0.0, 0.0], 0.9, 0.5,
-     [0.43, 0.6, 0.213, 0.94]),
+    (
+        [0.0, 1.0, 0.0, 0.5],
+        [0.2, 0.4, 0.3, 0.1],
+        [0.4, 0.9, 0.1, 0.6],
+        [0.0, 1.0, 0.0, 0.0],
+        0.9,
+        0.5,
+        [0.43, 0.6, 0.213, 0.94],
+    ),
 ]
 
 
@@ -490,15 +643,33 @@ def check_compute_gae(c: Check, fn: Callable) -> None:
     for rewards, values, next_values, dones, gamma, lam, want in GAE_HAND_CASES:  # hand-worked first: readable
         inputs = tuple(torch.tensor(x) for x in (rewards, values, next_values, dones))
         with c.worked_example():
-            _check_gae_case(c, fn, inputs, gamma, lam, torch.tensor(want),
-                            f"rewards {rewards}, values {values}, next_values {next_values}, dones {dones}, "
-                            f"gamma={gamma}, lam={lam}")
+            _check_gae_case(
+                c,
+                fn,
+                inputs,
+                gamma,
+                lam,
+                torch.tensor(want),
+                f"rewards {rewards}, values {values}, next_values {next_values}, dones {dones}, "
+                f"gamma={gamma}, lam={lam}",
+            )
     gen = _generator(3)
     for shape, gamma, lam in [((4, 9), 0.9, 0.8), ((12,), 1.0, 0.95), ((2, 3, 7), 0.8, 0.6)]:
-        inputs = (torch.randn(*shape, generator=gen), torch.randn(*shape, generator=gen),
-                  torch.randn(*shape, generator=gen), _random_dones(shape, gen))
-        _check_gae_case(c, fn, inputs, gamma, lam, _ref_compute_gae(*inputs, gamma, lam),
-                        f"random inputs {list(shape)}, gamma={gamma}, lam={lam}")
+        inputs = (
+            torch.randn(*shape, generator=gen),
+            torch.randn(*shape, generator=gen),
+            torch.randn(*shape, generator=gen),
+            _random_dones(shape, gen),
+        )
+        _check_gae_case(
+            c,
+            fn,
+            inputs,
+            gamma,
+            lam,
+            _ref_compute_gae(*inputs, gamma, lam),
+            f"random inputs {list(shape)}, gamma={gamma}, lam={lam}",
+        )
     # the two limits, on consistent values (next_values[t] = values[t + 1] inside an episode, 0 after its end)
     shape = (3, 8)
     rewards, values = torch.randn(*shape, generator=gen), torch.randn(*shape, generator=gen)
@@ -507,5 +678,12 @@ def check_compute_gae(c: Check, fn: Callable) -> None:
     inputs = (rewards, values, next_values, dones)
     td = rewards + 0.9 * next_values - values
     _check_gae_case(c, fn, inputs, 0.9, 0.0, td, "lam=0 (consistent values, gamma=0.9): the TD errors δ_t")
-    _check_gae_case(c, fn, inputs, 0.9, 1.0, _ref_discounted_returns(rewards, dones, 0.9) - values,
-                    "lam=1 (consistent values, gamma=0.9): G_t − V(s_t)")
+    _check_gae_case(
+        c,
+        fn,
+        inputs,
+        0.9,
+        1.0,
+        _ref_discounted_returns(rewards, dones, 0.9) - values,
+        "lam=1 (consistent values, gamma=0.9): G_t − V(s_t)",
+    )

@@ -75,34 +75,63 @@ def _mistakes(r: torch.Tensor) -> list[tuple[float, str]]:
     all_equal = (r == r[:, :1]).all(dim=1)
     batch, trial = r.shape
     return [
-        (_fraction(r.std(dim=1) == 0), "you tested std == 0 (or equality with the mean): in float32 the mean of "
-                                       "eight 1.2s is not exactly 1.2, so an all-equal group gets a std of ~1e-7; "
-                                       "compare the rewards themselves (max == min, or each equal to the first)"),
-        (1.0 - _fraction(all_equal), "you returned the fraction of groups whose rewards DIFFER (the ones that teach); "
-                                     "return the fraction whose rewards are all equal"),
-        (float(all_equal.sum()), f"you returned the number of such groups; divide by the number of groups "
-                                 f"(batch = {batch}) to get a fraction"),
-        (float(all_equal.sum()) / (batch * trial),
-         f"you divided by the number of rewards (batch × trial = {batch * trial}); divide by the number of groups, "
-         f"batch = {batch}"),
+        (
+            _fraction(r.std(dim=1) == 0),
+            "you tested std == 0 (or equality with the mean): in float32 the mean of "
+            "eight 1.2s is not exactly 1.2, so an all-equal group gets a std of ~1e-7; "
+            "compare the rewards themselves (max == min, or each equal to the first)",
+        ),
+        (
+            1.0 - _fraction(all_equal),
+            "you returned the fraction of groups whose rewards DIFFER (the ones that teach); "
+            "return the fraction whose rewards are all equal",
+        ),
+        (
+            float(all_equal.sum()),
+            f"you returned the number of such groups; divide by the number of groups "
+            f"(batch = {batch}) to get a fraction",
+        ),
+        (
+            float(all_equal.sum()) / (batch * trial),
+            f"you divided by the number of rewards (batch × trial = {batch * trial}); divide by the number of groups, "
+            f"batch = {batch}",
+        ),
         (100.0 * _fraction(all_equal), "you returned a percentage; return the fraction, a number in [0, 1]"),
-        (_fraction((r == 0).all(dim=1)), "you counted only the groups where every reward is 0; a group that is all "
-                                         "right (or all equally half-right) gives zero advantage too"),
-        (_fraction((r == r.max()).all(dim=1)), "you counted only the groups where every response gets the best "
-                                               "reward; all-wrong groups give zero advantage too"),
-        (_fraction(r == r[:, :1]), "you took the fraction of RESPONSES equal to their group's first; a group "
-                                   "counts only when ALL its rewards are equal (.all(dim=1), then the mean)"),
-        (_fraction(r == r.mean(dim=1, keepdim=True)), "you took the fraction of rewards equal to their group's "
-                                                      "mean; a group counts when all its rewards are equal"),
-        (_fraction((r == r[:1, :]).all(dim=0)), "you compared along the wrong axis (down the batch); a group is "
-                                                f"a row, its {trial} responses are the trial axis (dim=1)"),
+        (
+            _fraction((r == 0).all(dim=1)),
+            "you counted only the groups where every reward is 0; a group that is all "
+            "right (or all equally half-right) gives zero advantage too",
+        ),
+        (
+            _fraction((r == r.max()).all(dim=1)),
+            "you counted only the groups where every response gets the best "
+            "reward; all-wrong groups give zero advantage too",
+        ),
+        (
+            _fraction(r == r[:, :1]),
+            "you took the fraction of RESPONSES equal to their group's first; a group "
+            "counts only when ALL its rewards are equal (.all(dim=1), then the mean)",
+        ),
+        (
+            _fraction(r == r.mean(dim=1, keepdim=True)),
+            "you took the fraction of rewards equal to their group's "
+            "mean; a group counts when all its rewards are equal",
+        ),
+        (
+            _fraction((r == r[:1, :]).all(dim=0)),
+            "you compared along the wrong axis (down the batch); a group is "
+            f"a row, its {trial} responses are the trial axis (dim=1)",
+        ),
     ]
 
 
 def _number(c: Check, got, what: str) -> float:
     if isinstance(got, torch.Tensor):
-        c.expect(got.numel() == 1, f"{what}: should be one number (a float); got a tensor of shape "
-                                   f"{list(got.shape)} — average over the groups")
+        c.expect(
+            got.numel() == 1,
+            f"{what}: should be one number (a float); got a tensor of shape "
+            f"{list(got.shape)} — average over the groups",
+        )
         got = got.detach().reshape(())
     try:
         return float(got)
@@ -118,14 +147,17 @@ def _tolerance_mistake(got: float, want: float, batch: int) -> str | None:
     if not (1 <= k <= len(ZV_SPREADS) and numbers_close(extra, k)):
         return None
     shown = ", ".join(f"{s:.2g}" for s in ZV_SPREADS[:k])
-    return (f"you counted {k} group{'s' if k > 1 else ''} whose rewards differ by a little ({shown}) as all equal; "
-            "compute_deltas zeroes a group's advantage only when its rewards are EXACTLY equal (any difference, "
-            "however small, gives nonzero deltas): no tolerance (std < tol, max − min < tol, isclose), compare "
-            "with ==: (rewards == rewards[:, :1]).all(dim=1)")
+    return (
+        f"you counted {k} group{'s' if k > 1 else ''} whose rewards differ by a little ({shown}) as all equal; "
+        "compute_deltas zeroes a group's advantage only when its rewards are EXACTLY equal (any difference, "
+        "however small, gives nonzero deltas): no tolerance (std < tol, max − min < tol, isclose), compare "
+        "with ==: (rewards == rewards[:, :1]).all(dim=1)"
+    )
 
 
-def _check_case(c: Check, fn: Callable, rewards: list[list[float]] | torch.Tensor, want: float, what: str,
-                continuous: bool = False) -> None:
+def _check_case(
+    c: Check, fn: Callable, rewards: list[list[float]] | torch.Tensor, want: float, what: str, continuous: bool = False
+) -> None:
     r = torch.as_tensor(rewards, dtype=torch.float32)
     given = r.clone()
     got = _number(c, c.call(fn, given, call=what), what)
@@ -139,8 +171,10 @@ def _check_case(c: Check, fn: Callable, rewards: list[list[float]] | torch.Tenso
     for wrong, message in _mistakes(r):  # the cases come in an order that makes the first match the likely one
         if numbers_close(got, wrong):
             c.fail(f"{what}: expected {want:.4g}, got {got:.4g} — {message}", named=True)
-    c.fail(f"{what}: expected {want:.4g}, got {got:.4g} (the fraction of the {r.shape[0]} groups, rows, whose "
-           f"rewards are all exactly equal: {round(want * r.shape[0])} here)")
+    c.fail(
+        f"{what}: expected {want:.4g}, got {got:.4g} (the fraction of the {r.shape[0]} groups, rows, whose "
+        f"rewards are all exactly equal: {round(want * r.shape[0])} here)"
+    )
 
 
 @exercise_check("zero_variance_fraction")
@@ -154,8 +188,14 @@ def check_zero_variance_fraction(c: Check, fn: Callable) -> None:
     _check_case(c, fn, ZV_ANY, ZV_ANY_EXPECTED, "6 groups of any rewards (2 all equal)")
     _check_case(c, fn, [[0.2, 0.2], [1.2, 0.0]], 0.5, "2 groups of 2")
     _check_case(c, fn, [[1.2] * 8], 1.0, "one group of 8 equal rewards")
-    _check_case(c, fn, ZV_CONTINUOUS, ZV_CONTINUOUS_EXPECTED, "8 groups of continuous rewards (3 all equal; 4 differ "
-                "by 0.02, 1e-3, 1e-5 and one float32 ulp)", continuous=True)
+    _check_case(
+        c,
+        fn,
+        ZV_CONTINUOUS,
+        ZV_CONTINUOUS_EXPECTED,
+        "8 groups of continuous rewards (3 all equal; 4 differ by 0.02, 1e-3, 1e-5 and one float32 ulp)",
+        continuous=True,
+    )
     g = torch.Generator().manual_seed(SEED)
     for batch, trial in [(64, 8), (16, 16)]:  # few distinct values, so that some groups come out all equal
         values = torch.tensor([0.0, 0.2, 1.2])

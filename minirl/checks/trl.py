@@ -29,35 +29,43 @@ __all__ = ["CASES", "REFUSED", "TRL_DEFAULTS", "check_grpo_config_kwargs"]
 
 # GRPOConfig's defaults (TRL 1.16) for the fields the mapping sets.
 TRL_DEFAULTS: dict[str, Any] = {
-    "loss_type": "dapo", "epsilon": 0.2, "epsilon_high": None, "importance_sampling_level": "token",
-    "scale_rewards": "group", "beta": 0.0, "use_bias_correction_kl": True, "num_iterations": 1,
-    "entropy_coef": 0.0, "max_completion_length": 512, "sync_ref_model": False, "ref_model_sync_steps": 512,
+    "loss_type": "dapo",
+    "epsilon": 0.2,
+    "epsilon_high": None,
+    "importance_sampling_level": "token",
+    "scale_rewards": "group",
+    "beta": 0.0,
+    "use_bias_correction_kl": True,
+    "num_iterations": 1,
+    "entropy_coef": 0.0,
+    "max_completion_length": 512,
+    "sync_ref_model": False,
+    "ref_model_sync_steps": 512,
     "ref_model_mixup_alpha": 0.6,
 }
 
 # Why a field matters, said when the learner's value differs from the reference's and no mistake is named.
 WHY: dict[str, str] = {
     "loss_type": "aggregation picks TRL's loss_type: 'sequence_mean' (each response's mean over its own tokens) "
-                 "is 'grpo', 'token_mean' (one mean over every real token of the batch) is 'dapo', 'constant' "
-                 "(÷ the budget) is 'dr_grpo'",
+    "is 'grpo', 'token_mean' (one mean over every real token of the batch) is 'dapo', 'constant' "
+    "(÷ the budget) is 'dr_grpo'",
     "epsilon": "epsilon is clip_eps_low (the ratio is clipped below at 1 − ε_low)",
     "epsilon_high": "epsilon_high is clip_eps_high, the upper clip of DAPO's clip-higher (None in minirl means "
-                    "the same as ε_low)",
+    "the same as ε_low)",
     "importance_sampling_level": "importance_sampling_level is ratio_level ('token', or GSPO's 'sequence')",
     "scale_rewards": "scale_rewards follows delta_mode: 'normalized_rewards' divides by the group's std "
-                     "('group'); 'centered_rewards' only subtracts the mean ('none')",
+    "('group'); 'centered_rewards' only subtracts the mean ('none')",
     "beta": "beta is kl_coef, the weight of the k3 KL to π_ref",
     "use_bias_correction_kl": "TRL 1.16 multiplies the k3 estimate by the importance ratio unless "
-                              "use_bias_correction_kl=False; minirl's term is plain β·k3",
+    "use_bias_correction_kl=False; minirl's term is plain β·k3",
     "num_iterations": "num_iterations is inner_epochs, the gradient steps on each batch of samples",
     "entropy_coef": "entropy_coef is entropy_coef (the bonus − c · mean entropy)",
-    "max_completion_length": "max_completion_length is the response budget, max_length (also Dr GRPO's "
-                             "constant)",
+    "max_completion_length": "max_completion_length is the response budget, max_length (also Dr GRPO's constant)",
     "sync_ref_model": "sync_ref_model=True exactly when π_ref is refreshed (ref_refresh_every with a KL term)",
     "ref_model_sync_steps": "TRL counts optimizer steps: π_ref refreshes every ref_refresh_every × inner_epochs "
-                            "of them",
+    "of them",
     "ref_model_mixup_alpha": "TRL's sync mixes π_ref ← α·π_θ + (1 − α)·π_ref (default α = 0.6); α = 1.0 copies, "
-                             "as minirl does",
+    "as minirl does",
 }
 
 # The cases: a name and the AlgoConfig (presets, the language-model presets, a few hand-made knob settings).
@@ -68,26 +76,45 @@ CASES: list[tuple[str, AlgoConfig]] = [
     ("dr_grpo", ALGORITHMS["dr_grpo"]),
     ("the LM's grpo (β 0.02, π_ref never refreshed)", lm_algorithm("grpo")),
     ("grpo without KL", ALGORITHMS["grpo"].with_(kl_coef=0.0, entropy_coef=0.0, inner_epochs=1)),
-    ("grpo, clip-higher 0.1/0.3, KL 0.05 refreshed every 5 steps, 3 inner epochs",
-     ALGORITHMS["grpo"].with_(clip_eps_low=0.1, clip_eps_high=0.3, kl_coef=0.05, ref_refresh_every=5,
-                              inner_epochs=3)),
-    ("token_mean with centred rewards", ALGORITHMS["grpo"].with_(aggregation="token_mean",
-                                                                 delta_mode="centered_rewards")),
+    (
+        "grpo, clip-higher 0.1/0.3, KL 0.05 refreshed every 5 steps, 3 inner epochs",
+        ALGORITHMS["grpo"].with_(
+            clip_eps_low=0.1, clip_eps_high=0.3, kl_coef=0.05, ref_refresh_every=5, inner_epochs=3
+        ),
+    ),
+    (
+        "token_mean with centred rewards",
+        ALGORITHMS["grpo"].with_(aggregation="token_mean", delta_mode="centered_rewards"),
+    ),
 ]
 # What TRL cannot express: the learner's function should raise ValueError. (The rungs without the importance
 # ratio are covered: AlgoConfig requires clip_eps_low=None there.)
 REFUSED: list[tuple[str, AlgoConfig, str]] = [
     ("naive", ALGORITHMS["naive"], "delta_mode 'rewards' (no baseline): TRL always subtracts the group mean"),
     ("unclipped", ALGORITHMS["unclipped"], "no clipping (clip_eps_low=None): TRL always clips the ratio"),
-    ("grpo_process", ALGORITHMS["grpo_process"], "advantage_level 'token' (one advantage per position, a "
-     "process reward): TRL's advantages are one per response"),
+    (
+        "grpo_process",
+        ALGORITHMS["grpo_process"],
+        "advantage_level 'token' (one advantage per position, a process reward): TRL's advantages are one per response",
+    ),
 ]
 
 _AGGREGATION_OF = {loss_type: aggregation for aggregation, loss_type in LOSS_TYPES.items()}
 # Fields grpo_trainer takes from TrainConfig, not from the algorithm.
-_TRAIN_CONFIG_FIELDS = {"temperature", "num_generations", "per_device_train_batch_size", "generation_batch_size",
-                        "gradient_accumulation_steps", "learning_rate", "lr_scheduler_type", "max_grad_norm",
-                        "max_steps", "seed", "top_k", "top_p"}
+_TRAIN_CONFIG_FIELDS = {
+    "temperature",
+    "num_generations",
+    "per_device_train_batch_size",
+    "generation_batch_size",
+    "gradient_accumulation_steps",
+    "learning_rate",
+    "lr_scheduler_type",
+    "max_grad_norm",
+    "max_steps",
+    "seed",
+    "top_k",
+    "top_p",
+}
 
 
 def _as_trl_reads(fields: dict[str, Any]) -> dict[str, Any]:
@@ -108,9 +135,11 @@ def _mistake(key: str, mine: Any, want: Any, algo: AlgoConfig, read: dict[str, A
     """The plausible mistake behind ``mine`` (TRL's reading of the learner's ``key``), named; None if unknown."""
     if key == "loss_type":
         if mine == "bnpo" and want == "dapo":
-            return ("'bnpo' divides each micro-batch by its own token count (and each GPU by its own): under "
-                    "gradient accumulation or on several GPUs a token of a micro-batch of short responses weighs "
-                    "more; 'dapo' divides every micro-batch by the whole generation batch's tokens: token_mean")
+            return (
+                "'bnpo' divides each micro-batch by its own token count (and each GPU by its own): under "
+                "gradient accumulation or on several GPUs a token of a micro-batch of short responses weighs "
+                "more; 'dapo' divides every micro-batch by the whole generation batch's tokens: token_mean"
+            )
         if mine in _AGGREGATION_OF:
             return f"{mine!r} is TRL's {_AGGREGATION_OF[mine]!r}, and this algo's aggregation is {algo.aggregation!r}"
         if mine == "bnpo":
@@ -119,21 +148,29 @@ def _mistake(key: str, mine: Any, want: Any, algo: AlgoConfig, read: dict[str, A
         return "that is clip_eps_high: epsilon is the lower clip, 1 − ε_low (clip_eps_low)"
     if key == "epsilon_high":
         if mine == read["epsilon"]:
-            return (f"you used clip_eps_low for both ends; this algo clips higher above (clip_eps_high = "
-                    f"{algo.clip_eps_high}, DAPO's clip-higher)")
+            return (
+                f"you used clip_eps_low for both ends; this algo clips higher above (clip_eps_high = "
+                f"{algo.clip_eps_high}, DAPO's clip-higher)"
+            )
         if algo.clip_eps_high is None:
             return "clip_eps_high=None means the same as ε_low in minirl (epsilon_high=None does the same in TRL)"
     if key == "importance_sampling_level":
-        return (f"ratio_level is {algo.ratio_level!r}: "
-                + ("one length-normalised ratio per response (GSPO)" if algo.ratio_level == "sequence"
-                   else "one ratio per token"))
+        return f"ratio_level is {algo.ratio_level!r}: " + (
+            "one length-normalised ratio per response (GSPO)"
+            if algo.ratio_level == "sequence"
+            else "one ratio per token"
+        )
     if key == "scale_rewards":
         if mine == "batch":
-            return ("'batch' divides by the std of the whole batch's rewards; normalized_rewards divides each group "
-                    "by its own std ('group')")
+            return (
+                "'batch' divides by the std of the whole batch's rewards; normalized_rewards divides each group "
+                "by its own std ('group')"
+            )
         if want == "none" and mine == "group":
-            return ("'centered_rewards' only subtracts the group mean; 'group' (TRL's default) also divides by "
-                    "the group's std")
+            return (
+                "'centered_rewards' only subtracts the group mean; 'group' (TRL's default) also divides by "
+                "the group's std"
+            )
         if want == "group" and mine == "none":
             return "'normalized_rewards' divides by the group's std; 'none' only subtracts the group mean"
     if key == "beta" and not mine:
@@ -146,18 +183,26 @@ def _mistake(key: str, mine: Any, want: Any, algo: AlgoConfig, read: dict[str, A
         return f"entropy_coef 0 drops the entropy bonus; this algo's is {algo.entropy_coef}"
     if key == "sync_ref_model":
         if want:
-            return (f"ref_refresh_every = {algo.ref_refresh_every} with a KL term needs sync_ref_model=True, "
-                    "or π_ref never moves")
-        return ("this algo never refreshes π_ref (ref_refresh_every=None): sync_ref_model=True would move it every "
-                "ref_model_sync_steps optimizer steps; set the sync fields only when ref_refresh_every is set "
-                "(and kl_coef > 0)")
+            return (
+                f"ref_refresh_every = {algo.ref_refresh_every} with a KL term needs sync_ref_model=True, "
+                "or π_ref never moves"
+            )
+        return (
+            "this algo never refreshes π_ref (ref_refresh_every=None): sync_ref_model=True would move it every "
+            "ref_model_sync_steps optimizer steps; set the sync fields only when ref_refresh_every is set "
+            "(and kl_coef > 0)"
+        )
     if key == "ref_model_sync_steps" and mine == algo.ref_refresh_every and algo.inner_epochs > 1:
-        return (f"that is ref_refresh_every itself: TRL counts optimizer steps, and each minirl step takes "
-                f"inner_epochs = {algo.inner_epochs} of them ({algo.ref_refresh_every} × {algo.inner_epochs} = "
-                f"{want})")
+        return (
+            f"that is ref_refresh_every itself: TRL counts optimizer steps, and each minirl step takes "
+            f"inner_epochs = {algo.inner_epochs} of them ({algo.ref_refresh_every} × {algo.inner_epochs} = "
+            f"{want})"
+        )
     if key == "ref_model_mixup_alpha" and mine == TRL_DEFAULTS[key]:
-        return ("TRL's default α = 0.6 mixes, π_ref ← 0.6·π_θ + 0.4·π_ref; minirl copies π_θ into π_ref: "
-                "ref_model_mixup_alpha=1.0")
+        return (
+            "TRL's default α = 0.6 mixes, π_ref ← 0.6·π_θ + 0.4·π_ref; minirl copies π_θ into π_ref: "
+            "ref_model_mixup_alpha=1.0"
+        )
     return None
 
 
@@ -169,28 +214,40 @@ def check_grpo_config_kwargs(c: Check, fn: Callable) -> None:
             got = c.call(fn, algo, max_length, call=f"{what}, max_length={max_length}")
             if not isinstance(got, dict):
                 pairs = " (dict(...) turns (field, value) pairs into one)" if isinstance(got, list | tuple) else ""
-                c.fail(f"{what}: return a dict of GRPOConfig fields, {{field: value}}; got {type(got).__name__}"
-                       f"{pairs}", named=bool(pairs))
+                c.fail(
+                    f"{what}: return a dict of GRPOConfig fields, {{field: value}}; got {type(got).__name__}{pairs}",
+                    named=bool(pairs),
+                )
             c.passed += 1
             unknown = sorted(set(got) - set(TRL_DEFAULTS))
             if unknown:
-                why = (" (the batch, sampling and optimizer fields come from TrainConfig: grpo_trainer sets them)"
-                       if set(unknown) & _TRAIN_CONFIG_FIELDS else "")
-                c.fail(f"{what}: {unknown} are not fields this mapping sets{why}; the fields are "
-                       f"{sorted(TRL_DEFAULTS)}")
+                why = (
+                    " (the batch, sampling and optimizer fields come from TrainConfig: grpo_trainer sets them)"
+                    if set(unknown) & _TRAIN_CONFIG_FIELDS
+                    else ""
+                )
+                c.fail(
+                    f"{what}: {unknown} are not fields this mapping sets{why}; the fields are {sorted(TRL_DEFAULTS)}"
+                )
             c.passed += 1
             mine, want = _as_trl_reads(got), _as_trl_reads(_reference(algo, max_length))
             if mine["sync_ref_model"] and not mine["beta"] and not want["beta"]:  # (a wrong beta is named below)
-                c.fail(f"{what}: sync_ref_model=True with beta={mine['beta']!r} (no KL term): TRL 1.16's "
-                       "GRPOTrainer raises ValueError on it (it builds no π_ref to sync); set the sync fields only "
-                       "when kl_coef > 0", named=True)
+                c.fail(
+                    f"{what}: sync_ref_model=True with beta={mine['beta']!r} (no KL term): TRL 1.16's "
+                    "GRPOTrainer raises ValueError on it (it builds no π_ref to sync); set the sync fields only "
+                    "when kl_coef > 0",
+                    named=True,
+                )
             c.passed += 1
             for key in TRL_DEFAULTS:
                 if mine[key] != want[key]:
                     left_out = " (you left it out: TRL's default applies)" if key not in got else ""
                     named = _mistake(key, mine[key], want[key], algo, mine)
-                    c.fail(f"{what}: {key} should be {want[key]!r}; TRL reads {mine[key]!r}{left_out} — "
-                           f"{named or WHY[key]}", named=named is not None)
+                    c.fail(
+                        f"{what}: {key} should be {want[key]!r}; TRL reads {mine[key]!r}{left_out} — "
+                        f"{named or WHY[key]}",
+                        named=named is not None,
+                    )
                 c.passed += 1
     for what, algo, why in REFUSED:
         try:
