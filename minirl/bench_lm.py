@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from minirl.lm_train import RUN_DEFAULTS, lm_algorithm, make_lm_policy, model_kind, recipe_task, sft_warm_start
+from minirl.lm.recipes import RUN_DEFAULTS, lm_algorithm, make_lm_policy, model_kind, recipe_task, sft_warm_start
 from minirl.results import Record, history_figures
 from minirl.train import TrainConfig, evaluate, train
 

@@ -74,7 +74,7 @@ LAST = 5  # the reward compared is the mean of the last LAST steps
 
 
 def _task():
-    from minirl.lm_train import recipe_task
+    from minirl.lm.recipes import recipe_task
 
     return recipe_task("pretrained")  # the CPU recipe's prompt: one worked example, a short system message
 
@@ -85,7 +85,7 @@ def _peak_gb() -> float:
 
 def _config(s: dict[str, Any], seed: int):
     """The one ``TrainConfig`` both sides run (TRL's through ``grpo_trainer``)."""
-    from minirl.lm_train import lm_algorithm
+    from minirl.lm.recipes import lm_algorithm
     from minirl.train import TrainConfig
 
     return TrainConfig(
@@ -132,8 +132,8 @@ def _trl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     """TRL's ``GRPOTrainer`` from the weights in ``folder`` (in a fresh process)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from minirl.lm import CausalLMPolicy, load_policy
+    from minirl.lm.trl_bridge import grpo_trainer, trl_history
     from minirl.train import evaluate
-    from minirl.trl_bridge import grpo_trainer, trl_history
 
     if s["threads"]:
         torch.set_num_threads(s["threads"])
@@ -166,7 +166,7 @@ def _in_own_process(fn, *args) -> dict[str, float]:
 def _prepare(s: dict[str, Any], folder: Path, seed: int) -> str:
     """The starting weights, saved to ``folder``: the tiny model after its warm start, or SmolLM2's float copy."""
     from minirl.lm import SMOLLM2_ALIAS, make_tiny_lm, smollm2_folder
-    from minirl.lm_train import sft_warm_start
+    from minirl.lm.recipes import sft_warm_start
 
     if s["model"] == SMOLLM2_ALIAS:
         return str(smollm2_folder(folder))  # the float copy GRPOTrainer loads: the cache's, or one saved here

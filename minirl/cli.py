@@ -213,9 +213,9 @@ def run_summary(task: str, label: str, history: History) -> str:
 
 
 def text_run_settings(args: argparse.Namespace) -> dict:
-    """The model kind's defaults (``minirl.lm_train.RUN_DEFAULTS``) with the command line's choices on top
+    """The model kind's defaults (``minirl.lm.recipes.RUN_DEFAULTS``) with the command line's choices on top
     (``--set kl_coef=...`` replaces the recipe's KL coefficient)."""
-    from minirl.lm_train import RUN_DEFAULTS, model_kind
+    from minirl.lm.recipes import RUN_DEFAULTS, model_kind
 
     chosen = {
         "learning_rate": args.learning_rate,
@@ -262,7 +262,7 @@ def _make_text_task(args: argparse.Namespace, run: dict):
 def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
     import time
 
-    from minirl.lm_train import lm_algorithm, make_lm_policy, sft_warm_start
+    from minirl.lm.recipes import lm_algorithm, make_lm_policy, sft_warm_start
     from minirl.train import train
 
     run = text_run_settings(args)

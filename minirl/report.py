@@ -270,7 +270,7 @@ def lm_smollm2_cpu() -> str:
 
 def _n_unseen(kind: str) -> int:
     """How many problems the recipe's task holds out by answer (its second held-out set)."""
-    from minirl.lm_train import recipe_task
+    from minirl.lm.recipes import recipe_task
 
     return recipe_task(kind).n_unseen_problems
 

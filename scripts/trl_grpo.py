@@ -1,7 +1,7 @@
 """GRPO on the text-sorting task with TRL's GRPOTrainer: one process here, many GPUs with accelerate.
 
 The same task, reward and knobs as ``minirl train --task text_sort`` (a minirl ``TrainConfig``, which
-``minirl.trl_bridge.grpo_trainer`` turns into a ``GRPOTrainer``), trained by TRL instead of minirl's loop.
+``minirl.lm.trl_bridge.grpo_trainer`` turns into a ``GRPOTrainer``), trained by TRL instead of minirl's loop.
 Then the held-out greedy accuracy, measured by minirl's ``evaluate`` on the trained model.
 
 One process (what CI runs, on the tiny model)::
@@ -62,9 +62,9 @@ def main(argv: list[str] | None = None) -> None:
     from transformers import AutoTokenizer
 
     from minirl.lm import CausalLMPolicy
-    from minirl.lm_train import lm_algorithm, recipe_task
+    from minirl.lm.recipes import lm_algorithm, recipe_task
+    from minirl.lm.trl_bridge import grpo_trainer, trl_history
     from minirl.train import TrainConfig, evaluate
-    from minirl.trl_bridge import grpo_trainer, trl_history
 
     out = Path(args.output_dir or tempfile.mkdtemp(prefix="trl_grpo_"))
     config = TrainConfig(

@@ -42,7 +42,7 @@ from minirl.checks import (
     tiny_forward,
 )
 from minirl.lm import completion_log_probs, first_eos_mask
-from minirl.trl_bridge import grpo_config_kwargs
+from minirl.lm.trl_bridge import grpo_config_kwargs
 from toy_envs.sorting import sort_distance_reward, sort_inclusion_ordering_reward
 
 REFERENCES = {

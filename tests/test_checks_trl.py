@@ -12,7 +12,7 @@ from check_helpers import caught, run
 
 from minirl.checks import check_grpo_config_kwargs
 from minirl.checks.trl import CASES, TRL_DEFAULTS
-from minirl.trl_bridge import LOSS_TYPES, grpo_config_kwargs
+from minirl.lm.trl_bridge import LOSS_TYPES, grpo_config_kwargs
 
 
 def _changed(**edits):

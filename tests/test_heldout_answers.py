@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from minirl.lm_train import RUN_DEFAULTS, recipe_task
+from minirl.lm.recipes import RUN_DEFAULTS, recipe_task
 from minirl.train import evaluate
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 

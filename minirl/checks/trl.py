@@ -8,7 +8,7 @@ A learner's mapping is read the way TRL 1.16 reads it: every field it leaves out
 TRL treats alike are made one before comparing: ``epsilon_high=None`` means ``epsilon``;
 ``scale_rewards=True`` / ``False`` mean ``"group"`` / ``"none"`` (``GRPOConfig.__post_init__``); without a
 KL term (``beta=0``) ``use_bias_correction_kl`` weights nothing; with ``sync_ref_model=False`` the other
-two sync fields are unused. Expected values come from the reference ``minirl.trl_bridge.grpo_config_kwargs``.
+two sync fields are unused. Expected values come from the reference ``minirl.lm.trl_bridge.grpo_config_kwargs``.
 A mapping that TRL itself rejects is wrong whatever its fields: ``sync_ref_model=True`` with ``beta=0``
 makes ``GRPOTrainer`` raise ``ValueError``. Each wrong field is reported with the mistake it most likely
 comes from (a value left at TRL's default, clip_eps_low used for both ends, ``"bnpo"`` for token_mean, ...).
@@ -21,9 +21,9 @@ from typing import Any
 
 from minirl.algorithms import ALGORITHMS, AlgoConfig
 from minirl.checks._core import Check, NotImplementedYet, exercise_check
-from minirl.lm_train import lm_algorithm
-from minirl.trl_bridge import LOSS_TYPES
-from minirl.trl_bridge import grpo_config_kwargs as _reference
+from minirl.lm.recipes import lm_algorithm
+from minirl.lm.trl_bridge import LOSS_TYPES
+from minirl.lm.trl_bridge import grpo_config_kwargs as _reference
 
 __all__ = ["CASES", "REFUSED", "TRL_DEFAULTS", "check_grpo_config_kwargs"]
 

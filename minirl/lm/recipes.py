@@ -176,7 +176,7 @@ def model_kind(name_or_path: str, device: str | torch.device | None = None) -> s
     """The key of ``RUN_DEFAULTS``: ``"tiny"`` for the built-in tiny model; for any other model
     ``"pretrained-cuda"`` when it will train on a GPU (``device``, or CUDA available when None), else
     ``"pretrained"``."""
-    from minirl.lm import default_device
+    from minirl.lm.models import default_device
 
     if name_or_path == "tiny":
         return "tiny"
@@ -193,7 +193,7 @@ def make_lm_policy(
     """``"tiny"`` (a fresh ~1M-parameter model, initialised from ``seed``), ``"smollm2-135m"`` (the shipped
     model), a local folder or a hub name (``minirl.lm.load_policy``), with only its top ``trainable_layers``
     blocks trainable (None: all; ``CausalLMPolicy.train_top_layers``)."""
-    from minirl.lm import load_policy, make_tiny_lm
+    from minirl.lm.models import load_policy, make_tiny_lm
 
     if name_or_path == "tiny":
         policy = make_tiny_lm(seed=seed, max_new_tokens=max_new_tokens)

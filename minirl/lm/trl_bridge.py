@@ -48,7 +48,6 @@ TRL is an optional dependency: ``pip install -e ".[trl]"``. Only ``grpo_trainer`
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import tempfile
 import time
@@ -319,9 +318,7 @@ def grpo_trainer(
     from transformers import PrinterCallback
     from trl import GRPOConfig, GRPOTrainer
 
-    algo = get_algorithm(config.algo)
-    if config.inner_epochs is not None:
-        algo = dataclasses.replace(algo, inner_epochs=config.inner_epochs)
+    algo = config.algo  # an AlgoConfig, with config.inner_epochs already applied (TrainConfig)
     if algo.kl_coef > 0 and not isinstance(model, str | os.PathLike):
         raise ValueError(
             "model must be a folder or hub name when the algorithm has a KL term (kl_coef = "

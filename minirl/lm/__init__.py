@@ -1,0 +1,57 @@
+"""A real language model in the one loop: the policy, the two models, the recipes, and the bridge to TRL.
+
+- ``minirl.lm.policy``: ``CausalLMPolicy`` (a HuggingFace causal LM as a ``minirl.protocols.Policy``) and its
+  pieces: ``completion_log_probs``, ``first_eos_mask``, ``common_prefix_layout``;
+- ``minirl.lm.models``: the tiny model (``make_tiny_lm``) and the shipped SmolLM2 (``load_policy``, its file
+  and its cache);
+- ``minirl.lm.recipes``: how each kind of model is trained: ``LMRecipe`` (one per kind, in ``RECIPES``),
+  ``lm_algorithm`` and ``sft_warm_start``;
+- ``minirl.lm.trl_bridge``: the same run with TRL's ``GRPOTrainer`` (imported by name, not re-exported here).
+"""
+
+from minirl.lm.models import (
+    CHATML_TEMPLATE,
+    SMOLLM2_ALIAS,
+    build_tiny_tokenizer,
+    default_device,
+    load_policy,
+    make_tiny_lm,
+    smollm2_cache_dir,
+    smollm2_folder,
+    smollm2_gguf_path,
+    tiny_lm_config,
+)
+from minirl.lm.policy import CausalLMPolicy, common_prefix_layout, completion_log_probs, first_eos_mask
+from minirl.lm.recipes import (
+    LM_CHANGES,
+    RUN_DEFAULTS,
+    lm_algorithm,
+    make_lm_policy,
+    model_kind,
+    recipe_task,
+    sft_warm_start,
+)
+
+__all__ = [
+    "CHATML_TEMPLATE",
+    "LM_CHANGES",
+    "RUN_DEFAULTS",
+    "SMOLLM2_ALIAS",
+    "CausalLMPolicy",
+    "build_tiny_tokenizer",
+    "common_prefix_layout",
+    "completion_log_probs",
+    "default_device",
+    "first_eos_mask",
+    "lm_algorithm",
+    "load_policy",
+    "make_lm_policy",
+    "make_tiny_lm",
+    "model_kind",
+    "recipe_task",
+    "sft_warm_start",
+    "smollm2_cache_dir",
+    "smollm2_folder",
+    "smollm2_gguf_path",
+    "tiny_lm_config",
+]
