@@ -18,7 +18,6 @@ from minirl.advantages import compute_deltas, compute_gae, discounted_returns, z
 from minirl.algorithms import ALGORITHMS, AlgoConfig, get_algorithm
 from minirl.history import History
 from minirl.losses import aggregate, bradley_terry_loss, compute_loss, dpo_loss, kl_estimate, policy_loss, sft_loss
-from minirl.model import LearnedReward, RewardModel, TinyEncoderDecoder
 from minirl.plotting import plot_reward_curves, smooth_centered
 from minirl.preferences import (
     PreferencePairs,
@@ -28,9 +27,19 @@ from minirl.preferences import (
     train_reward_model,
 )
 from minirl.protocols import Policy, Rollout, Task, TokenScores
-from minirl.sampling import compute_log_probs, greedy_responses, sample_responses, token_entropy
-from minirl.toy_policy import ToyPolicy
-from minirl.train import TrainConfig, evaluate, make_model, policy_update, rollout_log_probs, train, train_supervised
+from minirl.toy import (
+    LearnedReward,
+    RewardModel,
+    TinyEncoderDecoder,
+    ToyPolicy,
+    compute_log_probs,
+    greedy_responses,
+    make_model,
+    sample_responses,
+    token_entropy,
+)
+from minirl.toy.supervised import train_supervised
+from minirl.train import TrainConfig, evaluate, policy_update, rollout_log_probs, train
 
 __version__ = "0.1.0"
 

@@ -8,9 +8,9 @@ judge prefers y_w with probability
 
 for some hidden score r. Two ways to use such data:
 
-1. **A reward model** r_φ (``minirl.model.RewardModel``) trained by maximum likelihood, i.e. by
+1. **A reward model** r_φ (``minirl.toy.RewardModel``) trained by maximum likelihood, i.e. by
    minimising ``bradley_terry_loss`` = −mean log σ(r_φ(x, y_w) − r_φ(x, y_l)) (``train_reward_model``);
-   it can then stand in for the reward of any policy-gradient method (``minirl.model.LearnedReward``).
+   it can then stand in for the reward of any policy-gradient method (``minirl.toy.LearnedReward``).
 2. **DPO**: skip the reward model. The policy itself defines an implicit reward
    r(x, y) = β log π_θ(y | x) / π_ref(y | x), and ``dpo_loss`` is Bradley–Terry on it; it takes the
    whole-response log-probabilities ``response_log_probs``.
@@ -38,8 +38,8 @@ from tqdm.auto import tqdm
 
 from minirl.history import History
 from minirl.losses import bradley_terry_loss
-from minirl.model import RewardModel
-from minirl.sampling import compute_log_probs, sample_responses
+from minirl.toy.model import RewardModel
+from minirl.toy.sampling import compute_log_probs, sample_responses
 from minirl.utils import check_positive_ints, one_thread
 
 __all__ = [

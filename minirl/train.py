@@ -29,20 +29,19 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import torch
-import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from minirl.advantages import compute_deltas, zero_variance_fraction
 from minirl.algorithms import AlgoConfig, get_algorithm
 from minirl.history import History
 from minirl.losses import aggregate, kl_estimate, policy_loss
-from minirl.model import TinyEncoderDecoder
 from minirl.protocols import Rollout, Task, select_prompts
-from minirl.toy_policy import ToyPolicy, as_policy
+from minirl.toy.model import make_model
+from minirl.toy.policy import ToyPolicy, as_policy
 from minirl.utils import check_positive_ints, torch_threads
 from toy_envs.sorting import SortingTask
 
-__all__ = ["TrainConfig", "evaluate", "make_model", "policy_update", "response_mask", "train", "train_supervised"]
+__all__ = ["TrainConfig", "evaluate", "policy_update", "response_mask", "rollout_log_probs", "train"]
 
 
 @dataclass
@@ -138,14 +137,6 @@ class TrainConfig:
                 f"algorithm {self.algo.name!r} compares responses within a group: group_size "
                 f"must be >= 2; got {self.group_size}"
             )
-
-
-def make_model(task: SortingTask, embedding_dim: int = 32, seed: int = 0) -> TinyEncoderDecoder:
-    """A freshly initialised ``TinyEncoderDecoder`` sized for ``task`` (its tokens, prompt and response lengths)."""
-    generator = torch.Generator().manual_seed(seed)
-    return TinyEncoderDecoder(
-        task.n_tokens, embedding_dim, task.prompt_length, task.response_length, generator=generator
-    )
 
 
 def response_mask(task: Task, responses: torch.Tensor) -> torch.Tensor | None:
@@ -530,86 +521,3 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
             break
     bar.close()
     return (policy.model if isinstance(policy, ToyPolicy) and policy is not model else policy), history
-
-
-def train_supervised(
-    task: SortingTask,
-    steps: int,
-    batch_size: int,
-    learning_rate: float = 0.003,
-    embedding_dim: int = 32,
-    seed: int = 0,
-    demonstrations=None,
-    progress: bool = False,
-    *,
-    eval_every: int = 0,
-    eval_prompts: int = 1000,
-    label: str = "supervised",
-) -> tuple[torch.nn.Module, History]:
-    """Supervised fine-tuning: cross-entropy on the sorted answer, L = −Σ_j log π(sort(x)_j | x).
-
-    ``demonstrations`` (optional) is a function ``(prompts) -> responses[batch, pos]`` giving the
-    target to imitate (default: the correct sorted prompt). Same model, optimiser and number of
-    updates as RL, so its final accuracy is the "supervised ceiling" RL is compared with.
-
-    The model is evaluated (``evaluate``, on the same evaluation prompts as ``train`` with this seed) at
-    the end, and with ``eval_every`` > 0 also before the first step and every ``eval_every`` steps.
-    """
-    check_positive_ints(steps=steps, batch_size=batch_size, eval_prompts=eval_prompts)
-    if eval_every < 0:
-        raise ValueError(f"eval_every must be >= 0 (0 = only at the end); got {eval_every}")
-    with torch_threads(1):
-        return _train_supervised(
-            task,
-            steps,
-            batch_size,
-            learning_rate,
-            embedding_dim,
-            seed,
-            demonstrations,
-            progress,
-            eval_every,
-            eval_prompts,
-            label,
-        )
-
-
-def _train_supervised(
-    task,
-    steps,
-    batch_size,
-    learning_rate,
-    embedding_dim,
-    seed,
-    demonstrations,
-    progress,
-    eval_every,
-    eval_prompts,
-    label,
-):
-    generator = torch.Generator().manual_seed(seed)
-    model = make_model(task, embedding_dim, seed)
-    optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-    history = History(label=label, seed=seed)
-    start = time.perf_counter()
-
-    def run_eval(step: int) -> None:
-        held_out = torch.Generator().manual_seed(10_000 + seed)  # the prompts train() evaluates on
-        history.log_eval(
-            step=step, wall_time=time.perf_counter() - start, **evaluate(model, task, eval_prompts, held_out)
-        )
-
-    if eval_every:
-        run_eval(0)
-    for step in tqdm(range(1, steps + 1), desc=f"supervised seed {seed}", disable=not progress, leave=False):
-        prompts = task.sample_prompts(batch_size, generator)
-        targets = task.sorted_responses(prompts) if demonstrations is None else demonstrations(prompts)
-        logits = model(prompts)  # [batch, pos, vocab]
-        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        history.log(step=step, loss=loss.item(), wall_time=time.perf_counter() - start)
-        if (eval_every and step % eval_every == 0) or step == steps:
-            run_eval(step)
-    return model, history

@@ -128,8 +128,8 @@ def test_compute_loss_bad_input():
 
 def test_naive_gradient_equals_reinforce_estimator():
     """∇ of −mean(logπ·Δ) equals −(1/N) Σ Δ_i ∇ log π(y_i), computed sample by sample."""
-    from minirl.model import TinyEncoderDecoder
-    from minirl.sampling import compute_log_probs, sample_responses
+    from minirl.toy.model import TinyEncoderDecoder
+    from minirl.toy.sampling import compute_log_probs, sample_responses
 
     g = torch.Generator().manual_seed(0)
     model = TinyEncoderDecoder(5, 8, 3, 3, generator=g)

@@ -8,7 +8,7 @@ import torch.nn.functional as F
 from einops import einsum
 
 from minirl import TinyEncoderDecoder, compute_log_probs, greedy_responses, sample_responses, token_entropy
-from minirl.model import LearnedReward, RewardModel, encode
+from minirl.toy.model import LearnedReward, RewardModel, encode
 from tests.tolerances import assert_close_f32
 
 

@@ -11,7 +11,6 @@ import torch
 import torch.nn.functional as F
 
 from minirl.losses import bradley_terry_loss
-from minirl.model import TinyEncoderDecoder
 from minirl.preferences import (
     PreferencePairs,
     make_preference_pairs,
@@ -19,7 +18,8 @@ from minirl.preferences import (
     response_log_probs,
     train_reward_model,
 )
-from minirl.sampling import compute_log_probs
+from minirl.toy.model import TinyEncoderDecoder
+from minirl.toy.sampling import compute_log_probs
 from tests.tolerances import assert_close_f32
 from toy_envs.sorting import SortingTask
 

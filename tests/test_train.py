@@ -7,8 +7,17 @@ import numpy as np
 import pytest
 import torch
 
-from minirl import ALGORITHMS, AlgoConfig, History, TrainConfig, evaluate, plot_reward_curves, smooth_centered, train
-from minirl.train import train_supervised
+from minirl import (
+    ALGORITHMS,
+    AlgoConfig,
+    History,
+    TrainConfig,
+    evaluate,
+    plot_reward_curves,
+    smooth_centered,
+    train,
+    train_supervised,
+)
 from tests.tolerances import assert_close_f32
 from toy_envs import SortingTask
 

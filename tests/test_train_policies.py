@@ -8,7 +8,7 @@ import torch
 
 from minirl import ALGORITHMS, TrainConfig, make_model, train
 from minirl.protocols import Policy, Rollout
-from minirl.toy_policy import ToyPolicy, as_policy
+from minirl.toy.policy import ToyPolicy, as_policy
 from minirl.train import policy_update, rollout_log_probs
 from tests.tolerances import assert_close_f32
 from toy_envs import SortingTask, VariableLengthSortingTask

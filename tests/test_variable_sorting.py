@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from minirl.losses import aggregate
-from minirl.model import TinyEncoderDecoder
-from minirl.sampling import compute_log_probs, sample_responses
+from minirl.toy.model import TinyEncoderDecoder
+from minirl.toy.sampling import compute_log_probs, sample_responses
 from tests.tolerances import assert_close_f32
 from toy_envs.variable_sorting import VariableLengthSortingTask
 

@@ -32,8 +32,8 @@ from einops import einsum
 from minirl.advantages import compute_deltas as _ref_compute_deltas
 from minirl.checks._core import Check, exercise_check, numbers_close, tensors_close
 from minirl.losses import compute_loss as _ref_compute_loss
-from minirl.model import TinyEncoderDecoder
-from minirl.sampling import compute_log_probs as _ref_compute_log_probs
+from minirl.toy.model import TinyEncoderDecoder
+from minirl.toy.sampling import compute_log_probs as _ref_compute_log_probs
 from toy_envs.sorting import sort_distance_reward as _ref_sort_distance
 from toy_envs.sorting import sort_inclusion_ordering_reward as _ref_inclusion_ordering
 

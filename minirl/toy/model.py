@@ -8,7 +8,7 @@ Both read tokens the same way, with ``encode``: one matrix per position, summed,
 
     encode         h = Σ_i W[i]ᵀ e(t_i)                                            [batch, dim]
 
-The policy, ``TinyEncoderDecoder``:
+The policy, ``TinyEncoderDecoder`` (``make_model(task)`` builds one sized for a sorting task):
 
     prompt tokens  x_1 .. x_P          embed            e(x_i)                     [batch, pos, dim]
     encode         h = Σ_i W_enc[i]ᵀ e(x_i)                                        [batch, dim]
@@ -31,8 +31,9 @@ from einops import einsum
 from torch import nn
 
 from minirl.utils import check_positive_ints
+from toy_envs.sorting import SortingTask
 
-__all__ = ["LearnedReward", "RewardModel", "TinyEncoderDecoder", "encode"]
+__all__ = ["LearnedReward", "RewardModel", "TinyEncoderDecoder", "encode", "make_model"]
 
 
 def encode(embedding: torch.Tensor, weights: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
@@ -103,6 +104,14 @@ class TinyEncoderDecoder(nn.Module):
         encoded = encode(self.embedding, self.encode_weights, prompts)  # [batch, dim]
         decoded = einsum(encoded, self.decode_weights, "batch d_in, pos d_in d_out -> batch pos d_out")
         return einsum(decoded, self.embedding, "batch pos dim, vocab dim -> batch pos vocab")
+
+
+def make_model(task: SortingTask, embedding_dim: int = 32, seed: int = 0) -> TinyEncoderDecoder:
+    """A freshly initialised ``TinyEncoderDecoder`` sized for ``task`` (its tokens, prompt and response lengths)."""
+    generator = torch.Generator().manual_seed(seed)
+    return TinyEncoderDecoder(
+        task.n_tokens, embedding_dim, task.prompt_length, task.response_length, generator=generator
+    )
 
 
 class RewardModel(nn.Module):

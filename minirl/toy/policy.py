@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from minirl.protocols import Rollout, TokenScores
-from minirl.sampling import gather_log_probs, sample_responses
+from minirl.toy.sampling import gather_log_probs, sample_responses
 
 __all__ = ["ToyPolicy", "as_policy"]
 
