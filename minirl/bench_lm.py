@@ -1,10 +1,10 @@
 """``minirl bench --lm``: the language-model benchmark, measured on the machine it runs on, over seeds.
 
-1. **The tiny model** (~1M parameters, built here) on text sorting, with its recipe (``RUN_DEFAULTS["tiny"]``):
+1. **The tiny model** (~1M parameters, built here) on text sorting, with its recipe (``RECIPES["tiny"]``):
    a supervised warm start, then GRPO with the one loop. The seeds run side by side, one process and one torch
    thread each. Held-out greedy accuracy after the warm start and after GRPO (target: mean >= 95%).
 2. **SmolLM2-135M-Instruct** (the shipped GGUF file) on text sorting of 3 numbers 0-9, with the device's
-   recipe (``RUN_DEFAULTS["pretrained"]`` on a CPU, ``["pretrained-cuda"]`` on a GPU), one seed after the
+   recipe (``RECIPES["pretrained"]`` on a CPU, ``["pretrained-cuda"]`` on a GPU), one seed after the
    other, each in a process of its own: greedy accuracy on the 200 held-out problems before, during and
    after GRPO, the same on the problems whose answer never occurs in training, on 4 numbers (never trained
    on), seconds per step split into generation and update, peak memory. Target: mean >= 90% after the
@@ -23,6 +23,7 @@ made.
 from __future__ import annotations
 
 import concurrent.futures
+import dataclasses
 import multiprocessing
 import resource
 import time
@@ -31,9 +32,10 @@ from typing import Any
 import numpy as np
 import torch
 
-from minirl.lm.recipes import RUN_DEFAULTS, lm_algorithm, make_lm_policy, model_kind, recipe_task, sft_warm_start
+from minirl.lm.models import SMOLLM2_ALIAS, load_policy
+from minirl.lm.recipes import RECIPES, LMRecipe, model_kind
 from minirl.results import Record, history_figures
-from minirl.train import TrainConfig, evaluate, train
+from minirl.train import evaluate, train
 
 __all__ = ["run_lm_benchmark"]
 
@@ -53,79 +55,30 @@ def _greedy(policy, task, n: int) -> dict[str, float]:
 
 
 def _one_run(
-    name: str,
-    run: dict[str, Any],
-    steps: int,
-    max_seconds: float | None,
-    eval_prompts: int,
-    seed: int,
-    progress: bool,
-    four_numbers: bool,
+    name: str, recipe: LMRecipe, max_seconds: float | None, seed: int, progress: bool, four_numbers: bool
 ) -> dict[str, Any]:
     """One seed of a recipe, start to end: load, warm start, GRPO, evaluations; its figures."""
-    kind = "tiny" if name == "tiny" else model_kind(name)
-    task = recipe_task(kind)
+    task = recipe.task()
     start = time.perf_counter()
-    policy = make_lm_policy(
-        name, seed=seed, max_new_tokens=run["max_new_tokens"], trainable_layers=run["trainable_layers"]
-    )
+    policy = recipe.policy(name, seed=seed)
     out: dict[str, Any] = {"load_seconds": time.perf_counter() - start, "sft_seconds": 0.0}
-    if run["sft_steps"]:
+    if recipe.sft_steps:
         t = time.perf_counter()
-        sft_warm_start(
-            policy,
-            task,
-            run["sft_steps"],
-            run["prompts_per_step"],
-            run["sft_learning_rate"],
-            seed=seed,
-            threads=run["threads"],
-            progress=False,
-        )
+        recipe.warm_start(policy, task, seed=seed, progress=False)
         out["sft_seconds"] = time.perf_counter() - t
-    config = TrainConfig(
-        task=task,
-        algo=lm_algorithm("grpo", kl_coef=run["kl_coef"]),
-        steps=steps,
-        seed=seed,
-        prompts_per_step=run["prompts_per_step"],
-        group_size=run["group_size"],
-        learning_rate=run["learning_rate"],
-        eval_every=run["eval_every"],
-        eval_prompts=eval_prompts,
-        eval_sampled=False,
-        threads=run["threads"],
-        max_seconds=max_seconds,
-        progress=progress,
-    )
-    policy, history = train(config, policy)
+    policy, history = train(recipe.train_config(task, seed=seed, max_seconds=max_seconds, progress=progress), policy)
     out.update(history_figures(history))
     if four_numbers:  # the trained model on 4 numbers, which it never saw (a 4-number answer needs 3 more tokens)
-        policy.max_new_tokens = run["max_new_tokens"] + 3
-        out["four_numbers"] = _greedy(policy, recipe_task(kind, n_numbers=4), eval_prompts)
+        policy.max_new_tokens = recipe.max_new_tokens + 3
+        out["four_numbers"] = _greedy(policy, recipe.task(n_numbers=4), recipe.eval_prompts)
     out["peak_memory_gb"] = _peak_memory_gb(policy.device)
     return out
 
 
-def _step_cost(name: str, run: dict[str, Any], steps: int, seed: int = 0) -> dict[str, float]:
-    """Seconds per step of ``run``: ``steps`` GRPO steps, the first left out (it warms up caches and kernels)."""
-    policy = make_lm_policy(
-        name, seed=seed, max_new_tokens=run["max_new_tokens"], trainable_layers=run["trainable_layers"]
-    )
-    config = TrainConfig(
-        task=recipe_task(model_kind(name)),
-        algo=lm_algorithm("grpo", kl_coef=run["kl_coef"]),
-        steps=steps,
-        seed=seed,
-        prompts_per_step=run["prompts_per_step"],
-        group_size=run["group_size"],
-        learning_rate=run["learning_rate"],
-        eval_every=0,
-        eval_prompts=1,
-        eval_sampled=False,
-        threads=run["threads"],
-        progress=False,
-    )
+def _step_cost(name: str, recipe: LMRecipe, steps: int, seed: int = 0) -> dict[str, float]:
+    """Seconds per step of ``recipe``: ``steps`` GRPO steps, the first left out (it warms up caches and kernels)."""
+    policy = recipe.policy(name, seed=seed)
+    config = recipe.train_config(recipe.task(), seed=seed, steps=steps, eval_every=0, eval_prompts=1, progress=False)
     _, history = train(config, policy)
     gen, update = history["gen_seconds"][1:], history["update_seconds"][1:]
     return {
@@ -224,42 +177,36 @@ def run_lm_benchmark(
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1; got {seeds}")
     record = Record(save or "bench_lm", seeds=list(range(seeds)))
-    tiny = RUN_DEFAULTS["tiny"]
-    t_run = {**tiny, "sft_steps": 10, "prompts_per_step": 4, "group_size": 4, "eval_every": 0} if quick else tiny
-    t_steps, t_eval = (3, 20) if quick else (tiny["steps"], HELD_OUT)
+    tiny = RECIPES["tiny"]
+    quick_tiny = dict(sft_steps=10, prompts_per_step=4, group_size=4, eval_every=0, steps=3, eval_prompts=20)
+    t_run = tiny.with_(**quick_tiny) if quick else tiny.with_(eval_prompts=HELD_OUT)
     n_workers = None if quick else min(seeds, workers or multiprocessing.cpu_count())
-    tiny_runs = _in_processes(
-        _one_run, [("tiny", t_run, t_steps, None, t_eval, s, False, False) for s in range(seeds)], n_workers
-    )
+    tiny_runs = _in_processes(_one_run, [("tiny", t_run, None, s, False, False) for s in range(seeds)], n_workers)
     tiny_summary = _summary(tiny_runs)
     _report(
-        f"1. Tiny model (~1M parameters), text sorting of 3 numbers 0-9: {t_run['sft_steps']} supervised "
-        f"steps, then {t_steps} GRPO steps (target: mean >= 95% held-out greedy accuracy)",
+        f"1. Tiny model (~1M parameters), text sorting of 3 numbers 0-9: {t_run.sft_steps} supervised "
+        f"steps, then {t_run.steps} GRPO steps (target: mean >= 95% held-out greedy accuracy)",
         tiny_runs,
         tiny_summary,
     )
-    record.figures["tiny"] = {"settings": t_run, "summary": tiny_summary, "runs": tiny_runs}
+    record.figures["tiny"] = {"settings": dataclasses.asdict(t_run), "summary": tiny_summary, "runs": tiny_runs}
 
-    kind = model_kind("smollm2-135m")  # the GPU recipe when CUDA is available
-    pre = RUN_DEFAULTS[kind]
-    s_run = {**pre, "prompts_per_step": 2, "group_size": 2, "max_new_tokens": 8, "eval_every": 0} if quick else pre
-    s_steps, s_eval = (2, 4) if quick else (pre["steps"], HELD_OUT)
+    kind = model_kind(SMOLLM2_ALIAS)  # the GPU recipe when CUDA is available
+    pre = RECIPES[kind]
+    quick_smol = dict(prompts_per_step=2, group_size=2, max_new_tokens=8, eval_every=0, steps=2, eval_prompts=4)
+    s_run = pre.with_(**quick_smol) if quick else pre.with_(eval_prompts=HELD_OUT)
     budget = None if minutes is None else 60.0 * minutes
     smol_runs = _in_processes(
-        _one_run,
-        [("smollm2-135m", s_run, s_steps, budget, s_eval, s, not quick, True) for s in range(seeds)],
-        None if quick else 1,
+        _one_run, [(SMOLLM2_ALIAS, s_run, budget, s, not quick, True) for s in range(seeds)], None if quick else 1
     )
     smol_summary = _summary(smol_runs)
     base4 = _greedy(
-        make_lm_policy("smollm2-135m", max_new_tokens=s_run["max_new_tokens"] + 3),
-        recipe_task(kind, n_numbers=4),
-        s_eval,
+        load_policy(SMOLLM2_ALIAS, max_new_tokens=s_run.max_new_tokens + 3), s_run.task(n_numbers=4), s_run.eval_prompts
     )
     smol_summary["four_numbers_before"] = base4
     _report(
-        f"2. SmolLM2-135M-Instruct ({kind} recipe), text sorting of 3 numbers 0-9, {pre['few_shot']}-shot "
-        f"prompt, {s_steps} GRPO steps (target: mean >= 90% held-out greedy accuracy within "
+        f"2. SmolLM2-135M-Instruct ({kind} recipe), text sorting of 3 numbers 0-9, {pre.few_shot}-shot "
+        f"prompt, {s_run.steps} GRPO steps (target: mean >= 90% held-out greedy accuracy within "
         f"{TARGET_MINUTES:.0f} min of training)",
         smol_runs,
         smol_summary,
@@ -268,13 +215,18 @@ def run_lm_benchmark(
         f"  4 numbers (never trained on): the base model {base4['greedy_exact']:.1%}, after training "
         f"{_pm(smol_summary['four_numbers_after'])}"
     )
-    record.figures["smollm2"] = {"recipe": kind, "settings": s_run, "summary": smol_summary, "runs": smol_runs}
+    record.figures["smollm2"] = {
+        "recipe": kind,
+        "settings": dataclasses.asdict(s_run),
+        "summary": smol_summary,
+        "runs": smol_runs,
+    }
 
     if kind == "pretrained" and not quick:
-        every = {**pre, "trainable_layers": None, "kl_coef": 0.02, "max_new_tokens": 16}
+        every = pre.with_(trainable_layers=None, kl_coef=0.02, max_new_tokens=16)
         costs = {
-            "recipe": _in_processes(_step_cost, [("smollm2-135m", pre, 4)], 1)[0],
-            "every_weight_kl_16_tokens": _in_processes(_step_cost, [("smollm2-135m", every, 4)], 1)[0],
+            "recipe": _in_processes(_step_cost, [(SMOLLM2_ALIAS, pre, 4)], 1)[0],
+            "every_weight_kl_16_tokens": _in_processes(_step_cost, [(SMOLLM2_ALIAS, every, 4)], 1)[0],
         }
         print("\n3. What the CPU recipe's choices buy: seconds per step (steps 2-4 of 4)")
         for label, c in costs.items():

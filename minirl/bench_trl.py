@@ -42,41 +42,44 @@ from typing import Any
 import numpy as np
 import torch
 
+from minirl.lm.recipes import RECIPES
+
 __all__ = ["run_trl_benchmark"]
 
-# The tiny model: 300 supervised steps first (~70% held-out greedy accuracy), then 30 GRPO steps each side.
-TINY = dict(
-    model="tiny",
-    sft_steps=300,
-    steps=30,
-    prompts_per_step=8,
-    group_size=8,
-    max_new_tokens=10,
-    learning_rate=3e-4,
-    threads=1,
-    eval_prompts=200,
-    trainable_layers=None,
+# What both sides run (the results files keep these keys): a recipe's values (``minirl.lm.recipes.RECIPES``),
+# then the benchmark's changes.
+SETTINGS = (
+    "sft_steps",
+    "steps",
+    "prompts_per_step",
+    "group_size",
+    "max_new_tokens",
+    "learning_rate",
+    "threads",
+    "eval_prompts",
+    "trainable_layers",
 )
+
+
+def _settings(model: str, kind: str, **changes: Any) -> dict[str, Any]:
+    """``{"model": model, ...}``: the ``SETTINGS`` of ``RECIPES[kind]``, then ``changes``."""
+    return {"model": model, **{k: getattr(RECIPES[kind], k) for k in SETTINGS}, **changes}
+
+
+# The tiny model with its recipe's batch and learning rate: 300 supervised steps first (~70% held-out greedy
+# accuracy), then 30 GRPO steps of 8 prompts each side.
+TINY = _settings("tiny", "tiny", sft_steps=300, steps=30, prompts_per_step=8)
 # SmolLM2 with the CPU recipe's batch and trainable blocks, a few steps each side (speed only).
-SMOLLM2 = dict(
-    model="smollm2-135m",
-    sft_steps=0,
-    steps=3,
-    prompts_per_step=8,
-    group_size=8,
-    max_new_tokens=10,
-    learning_rate=1e-4,
-    threads=None,
-    eval_prompts=50,
-    trainable_layers=10,
-)
+SMOLLM2 = _settings("smollm2-135m", "pretrained", steps=3, eval_prompts=50)
 LAST = 5  # the reward compared is the mean of the last LAST steps
 
 
-def _task():
-    from minirl.lm.recipes import recipe_task
+# Whose prompt both sides use: the CPU recipe's (one worked example, a short system message).
+RECIPE = RECIPES["pretrained"]
 
-    return recipe_task("pretrained")  # the CPU recipe's prompt: one worked example, a short system message
+
+def _task():
+    return RECIPE.task()
 
 
 def _peak_gb() -> float:
@@ -85,12 +88,10 @@ def _peak_gb() -> float:
 
 def _config(s: dict[str, Any], seed: int):
     """The one ``TrainConfig`` both sides run (TRL's through ``grpo_trainer``)."""
-    from minirl.lm.recipes import lm_algorithm
-    from minirl.train import TrainConfig
-
-    return TrainConfig(
-        task=_task(),
-        algo=lm_algorithm("grpo", kl_coef=0.0),
+    return RECIPE.train_config(
+        _task(),
+        algo=RECIPE.algorithm("grpo", kl_coef=0.0),
+        seed=seed,
         steps=s["steps"],
         prompts_per_step=s["prompts_per_step"],
         group_size=s["group_size"],
@@ -99,9 +100,7 @@ def _config(s: dict[str, Any], seed: int):
         max_grad_norm=1.0,
         eval_every=0,
         eval_prompts=s["eval_prompts"],
-        eval_sampled=False,
         threads=s["threads"],
-        seed=seed,
         progress=False,
     )
 
@@ -166,12 +165,12 @@ def _in_own_process(fn, *args) -> dict[str, float]:
 def _prepare(s: dict[str, Any], folder: Path, seed: int) -> str:
     """The starting weights, saved to ``folder``: the tiny model after its warm start, or SmolLM2's float copy."""
     from minirl.lm import SMOLLM2_ALIAS, make_tiny_lm, smollm2_folder
-    from minirl.lm.recipes import sft_warm_start
 
     if s["model"] == SMOLLM2_ALIAS:
         return str(smollm2_folder(folder))  # the float copy GRPOTrainer loads: the cache's, or one saved here
     policy = make_tiny_lm(seed=seed, max_new_tokens=s["max_new_tokens"])
-    sft_warm_start(policy, _task(), s["sft_steps"], 16, 1.5e-3, seed=seed, threads=s["threads"], progress=False)
+    warm = RECIPES["tiny"].with_(sft_steps=s["sft_steps"], threads=s["threads"])  # the tiny recipe's batch and rate
+    warm.warm_start(policy, _task(), seed=seed, progress=False)
     policy.save_pretrained(folder)
     return str(folder)
 

@@ -23,6 +23,7 @@ import os
 import re
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
@@ -33,7 +34,10 @@ from minirl.train import TrainConfig
 from toy_envs.sorting import REWARDS, SortingTask
 from toy_envs.variable_sorting import VARIABLE_REWARDS, VariableLengthSortingTask
 
-__all__ = ["build_parser", "main", "text_run_settings"]
+if TYPE_CHECKING:
+    from minirl.lm.recipes import LMRecipe
+
+__all__ = ["build_parser", "main", "text_recipe"]
 
 TASKS = ("sorting", "variable_sorting", "maze", "text_sort", "text_add")
 TEXT_TASK_NAMES = ("text_sort", "text_add")
@@ -212,10 +216,10 @@ def run_summary(task: str, label: str, history: History) -> str:
     )
 
 
-def text_run_settings(args: argparse.Namespace) -> dict:
-    """The model kind's defaults (``minirl.lm.recipes.RUN_DEFAULTS``) with the command line's choices on top
-    (``--set kl_coef=...`` replaces the recipe's KL coefficient)."""
-    from minirl.lm.recipes import RUN_DEFAULTS, model_kind
+def text_recipe(args: argparse.Namespace) -> LMRecipe:
+    """The model's recipe (``minirl.lm.recipes.recipe_for``) with the command line's choices on top
+    (``--set kl_coef=...`` replaces the recipe's KL coefficient, ``--trainable-layers all`` trains every block)."""
+    from minirl.lm.recipes import recipe_for
 
     chosen = {
         "learning_rate": args.learning_rate,
@@ -229,10 +233,10 @@ def text_run_settings(args: argparse.Namespace) -> dict:
         "eval_every": args.eval_every,
         "kl_coef": _knob_changes(args.set).get("kl_coef"),
     }
-    run = {**RUN_DEFAULTS[model_kind(args.model, args.device)], **{k: v for k, v in chosen.items() if v is not None}}
+    changes = {k: v for k, v in chosen.items() if v is not None}
     if args.trainable_layers is not None:
-        run["trainable_layers"] = None if args.trainable_layers == "all" else args.trainable_layers
-    return run
+        changes["trainable_layers"] = None if args.trainable_layers == "all" else args.trainable_layers
+    return recipe_for(args.model, args.device).with_(**changes)
 
 
 def _layers(text: str) -> int | str:
@@ -248,67 +252,37 @@ def _layers(text: str) -> int | str:
     return n
 
 
-def _make_text_task(args: argparse.Namespace, run: dict):
+def _make_text_task(args: argparse.Namespace, recipe: LMRecipe):
     """The text task of the command line, with the recipe's prompt (worked examples, system message) and its
     held-out answers."""
-    from toy_envs.text_tasks import TextAdditionTask, TextSortTask
-
-    common = dict(few_shot=run["few_shot"], system=run["system"], n_unseen_answers=run["unseen_answers"])
     if args.task == "text_sort":
-        return TextSortTask(n_numbers=args.length, max_value=args.max_value, **common)
-    return TextAdditionTask(digits=args.digits, **common)
+        return recipe.task(n_numbers=args.length, max_value=args.max_value)
+    return recipe.addition_task(digits=args.digits)
 
 
 def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
     import time
 
-    from minirl.lm.recipes import lm_algorithm, make_lm_policy, sft_warm_start
     from minirl.train import train
 
-    run = text_run_settings(args)
-    task = _make_text_task(args, run)
+    recipe = text_recipe(args)
+    task = _make_text_task(args, recipe)
     start = time.perf_counter()
-    policy = make_lm_policy(
-        args.model,
-        seed=seed,
-        max_new_tokens=run["max_new_tokens"],
-        device=args.device,
-        trainable_layers=run["trainable_layers"],
-    )
+    policy = recipe.policy(args.model, seed=seed, device=args.device)
     print(
         f"loaded {args.model} ({sum(p.numel() for p in policy.parameters()) / 1e6:.1f}M parameters) on "
         f"{policy.device} in {time.perf_counter() - start:.1f} s",
         flush=True,
     )
-    if run["sft_steps"]:
-        sft = sft_warm_start(
-            policy,
-            task,
-            run["sft_steps"],
-            run["prompts_per_step"],
-            run["sft_learning_rate"],
-            seed=seed,
-            threads=run["threads"],
-            progress=not args.no_progress,
-        )
-        print(f"SFT warm start: {run['sft_steps']} steps, loss {sft.last('loss', 10):.3f} nats/token", flush=True)
-    changes = {**_knob_changes(args.set), "kl_coef": run["kl_coef"]}
-    recipe = dict(
-        steps=run["steps"],
-        prompts_per_step=run["prompts_per_step"],
-        group_size=run["group_size"],
-        learning_rate=run["learning_rate"],
-        eval_every=run["eval_every"],
-        eval_prompts=run["eval_prompts"],
-        eval_sampled=False,
-        threads=run["threads"],
-    )
-    config = TrainConfig(
-        task=task,
-        algo=lm_algorithm(algo, **changes),
+    sft = recipe.warm_start(policy, task, seed=seed, progress=not args.no_progress)
+    if sft is not None:
+        print(f"SFT warm start: {recipe.sft_steps} steps, loss {sft.last('loss', 10):.3f} nats/token", flush=True)
+    config = recipe.train_config(
+        task,
+        algo=recipe.algorithm(algo, **_knob_changes(args.set)),
         seed=seed,
         progress=not args.no_progress,
-        **{**recipe, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)},
+        **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED),
     )
     _, history = train(config, policy)
     first, last = history.evals[0], history.evals[-1]

@@ -270,9 +270,9 @@ def lm_smollm2_cpu() -> str:
 
 def _n_unseen(kind: str) -> int:
     """How many problems the recipe's task holds out by answer (its second held-out set)."""
-    from minirl.lm.recipes import recipe_task
+    from minirl.lm.recipes import RECIPES
 
-    return recipe_task(kind).n_unseen_problems
+    return RECIPES[kind].task().n_unseen_problems
 
 
 def lm_step_cost() -> str:

@@ -61,15 +61,16 @@ def main(argv: list[str] | None = None) -> None:
 
     from transformers import AutoTokenizer
 
-    from minirl.lm import CausalLMPolicy
-    from minirl.lm.recipes import lm_algorithm, recipe_task
+    from minirl.lm import RECIPES, CausalLMPolicy
     from minirl.lm.trl_bridge import grpo_trainer, trl_history
-    from minirl.train import TrainConfig, evaluate
+    from minirl.train import evaluate
 
     out = Path(args.output_dir or tempfile.mkdtemp(prefix="trl_grpo_"))
-    config = TrainConfig(
-        task=recipe_task("pretrained"),
-        algo=lm_algorithm(args.algo, kl_coef=args.kl_coef, entropy_coef=0.0),
+    recipe = RECIPES["pretrained"]  # its prompt (one worked example, a short system message) and its LM knobs
+    config = recipe.train_config(
+        recipe.task(),
+        algo=recipe.algorithm(args.algo, kl_coef=args.kl_coef, entropy_coef=0.0),
+        seed=args.seed,
         steps=args.steps,
         prompts_per_step=args.prompts_per_step,
         group_size=args.group_size,
@@ -77,7 +78,6 @@ def main(argv: list[str] | None = None) -> None:
         lr_schedule="cosine",
         max_grad_norm=1.0,
         eval_prompts=args.eval_prompts,
-        seed=args.seed,
         progress=True,
     )
     folder = model_folder(args.model, out)

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from minirl.lm.recipes import RUN_DEFAULTS, recipe_task
+from minirl.lm.recipes import RECIPES
 from minirl.train import evaluate
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
@@ -70,10 +70,11 @@ def test_bad_n_unseen_answers_names_the_argument():
 
 
 def test_the_recipes_hold_out_answers_and_evaluate_reports_both_sets():
-    task = recipe_task("pretrained")
-    assert task.n_unseen_answers == RUN_DEFAULTS["pretrained"]["unseen_answers"] > 0
+    task = RECIPES["pretrained"].task()
+    assert task.n_unseen_answers == RECIPES["pretrained"].unseen_answers > 0
 
-    class Copier:  # answers every prompt by copying its numbers: right exactly when they are already sorted
+    class Copier(torch.nn.Module):  # answers every prompt by copying its numbers: right exactly when already sorted
+        cheap_reference = False  # a whole minirl.protocols.Policy: torch.nn.Module gives the rest
         device = torch.device("cpu")
 
         def sample(self, prompts, group_size, *, temperature, generator=None):

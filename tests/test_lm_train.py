@@ -1,5 +1,5 @@
 """The one loop on a causal LM (the tiny model): learning happens, reruns are bit-identical, micro-batches give
-the whole batch's gradient, the supervised warm start and the command line work."""
+the whole batch's gradient, the supervised warm start and the command line work (the recipes: test_lm_recipes.py)."""
 
 import pytest
 import torch
@@ -152,22 +152,3 @@ def test_minirl_train_on_a_text_task_with_the_tiny_model(tmp_path, capsys):
     assert png.stat().st_size > 10_000
     with pytest.raises(SystemExit, match="unknown algorithm"):
         main(["train", "--task", "text_sort", "--model", "tiny", "--algo", "grpo_process", "--no-progress"])
-
-
-def test_text_run_settings_are_the_recipe_with_the_command_line_on_top():
-    from minirl.cli import build_parser, text_run_settings
-    from minirl.lm.recipes import RUN_DEFAULTS
-
-    parse = build_parser().parse_args
-    base = ["train", "--task", "text_sort", "--model", "smollm2-135m", "--device", "cpu"]
-    assert text_run_settings(parse(base)) == RUN_DEFAULTS["pretrained"]
-    assert RUN_DEFAULTS["pretrained"]["trainable_layers"] == 10 and RUN_DEFAULTS["pretrained"]["kl_coef"] == 0.0
-    run = text_run_settings(
-        parse(base + ["--trainable-layers", "all", "--set", "kl_coef=0.05", "--learning-rate", "3e-5"])
-    )
-    assert (run["trainable_layers"], run["kl_coef"], run["learning_rate"]) == (None, 0.05, 3e-5)
-    assert text_run_settings(parse(base + ["--trainable-layers", "4"]))["trainable_layers"] == 4
-    for bad in ("0", "-1", "some"):
-        with pytest.raises(SystemExit) as exit_info:
-            parse(base + ["--trainable-layers", bad])
-        assert exit_info.value.code == 2

@@ -240,7 +240,7 @@ MICRO_VARIANTS = {  # TRL's loss_type "grpo", "grpo", "dapo", "dapo", "dr_grpo";
 def _micro_batched_step(name_or_algo, model_dir, batch, tmp_path, **overrides):
     """grpo_trainer with one prompt per micro-batch (3 micro-batches), one TRL optimizer step on ``batch``; and
     minirl's whole-batch loss and gradient on the same batch."""
-    from minirl.lm.recipes import recipe_task
+    from minirl.lm.recipes import RECIPES
     from minirl.lm.trl_bridge import grpo_trainer
     from minirl.train import TrainConfig
 
@@ -248,7 +248,7 @@ def _micro_batched_step(name_or_algo, model_dir, batch, tmp_path, **overrides):
     rollout, old, ref, advantages = batch
     policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
     config = TrainConfig(
-        task=recipe_task("pretrained"),
+        task=RECIPES["pretrained"].task(),
         algo=algo,
         steps=1,
         prompts_per_step=len(PROMPTS),
@@ -305,13 +305,13 @@ def test_trl_bnpo_normalises_each_micro_batch_by_its_own_tokens(model_dir, batch
 
 def test_grpo_trainer_refuses_an_entropy_bonus_over_micro_batches(model_dir, tmp_path):
     """TRL's entropy bonus is a token mean per micro-batch: not minirl's whole-batch mean, so refused."""
-    from minirl.lm.recipes import recipe_task
+    from minirl.lm.recipes import RECIPES
     from minirl.lm.trl_bridge import grpo_trainer
     from minirl.train import TrainConfig
 
     policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
     config = TrainConfig(
-        task=recipe_task("pretrained"),
+        task=RECIPES["pretrained"].task(),
         algo=_variant("grpo", entropy_coef=0.3),
         steps=1,
         prompts_per_step=2,
@@ -332,13 +332,13 @@ def test_grpo_trainer_refuses_an_entropy_bonus_over_micro_batches(model_dir, tmp
 
 def test_grpo_trainer_carries_the_train_config_over(tmp_path, model_dir):
     """grpo_trainer: TrainConfig's knobs land in GRPOConfig; trl_history reads TRL's logs back per step."""
-    from minirl.lm.recipes import lm_algorithm, recipe_task
+    from minirl.lm.recipes import RECIPES, lm_algorithm
     from minirl.lm.trl_bridge import grpo_trainer, trl_history
     from minirl.train import TrainConfig
 
     policy = load_policy(model_dir, max_new_tokens=MAX_LENGTH)
     config = TrainConfig(
-        task=recipe_task("pretrained"),
+        task=RECIPES["pretrained"].task(),
         algo=lm_algorithm("dapo", kl_coef=0.0),
         steps=2,
         prompts_per_step=4,

@@ -22,22 +22,15 @@ from minirl.lm.models import (
     tiny_lm_config,
 )
 from minirl.lm.policy import CausalLMPolicy, common_prefix_layout, completion_log_probs, first_eos_mask
-from minirl.lm.recipes import (
-    LM_CHANGES,
-    RUN_DEFAULTS,
-    lm_algorithm,
-    make_lm_policy,
-    model_kind,
-    recipe_task,
-    sft_warm_start,
-)
+from minirl.lm.recipes import LM_CHANGES, RECIPES, LMRecipe, lm_algorithm, model_kind, recipe_for, sft_warm_start
 
 __all__ = [
     "CHATML_TEMPLATE",
     "LM_CHANGES",
-    "RUN_DEFAULTS",
+    "RECIPES",
     "SMOLLM2_ALIAS",
     "CausalLMPolicy",
+    "LMRecipe",
     "build_tiny_tokenizer",
     "common_prefix_layout",
     "completion_log_probs",
@@ -45,10 +38,9 @@ __all__ = [
     "first_eos_mask",
     "lm_algorithm",
     "load_policy",
-    "make_lm_policy",
     "make_tiny_lm",
     "model_kind",
-    "recipe_task",
+    "recipe_for",
     "sft_warm_start",
     "smollm2_cache_dir",
     "smollm2_folder",

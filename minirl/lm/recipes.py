@@ -1,4 +1,17 @@
-"""Training a causal language model with the one loop: LM-sized knobs and a supervised warm start.
+"""How a causal language model is trained with the one loop: the recipe of each kind of model, the LM-sized
+knobs and a supervised warm start.
+
+An ``LMRecipe`` holds the settings of one kind of model (``RECIPES``: ``"tiny"``, ``"pretrained"`` = SmolLM2
+on a CPU, ``"pretrained-cuda"`` = SmolLM2 on a GPU) and builds a run from them: the task with the recipe's
+prompt (``task``), the policy (``policy``), the algorithm (``algorithm``), the warm start (``warm_start``)
+and the ``TrainConfig`` (``train_config``). ``recipe_for(model, device)`` picks the recipe, ``with_`` changes
+settings (the command line's flags, a notebook's fast mode)::
+
+    recipe = recipe_for("tiny")                       # RECIPES["tiny"]
+    task = recipe.task()                              # sort 3 numbers 0-9 with the recipe's prompt
+    policy = recipe.policy("tiny", seed=0)
+    recipe.warm_start(policy, task, seed=0)
+    policy, history = train(recipe.train_config(task, seed=0), policy)
 
 ``lm_algorithm`` is a preset of ``ALGORITHMS`` with the knobs a language model needs changed.
 ``sft_warm_start`` imitates the task's reference answers before RL, with the supervised loss that sits
@@ -15,13 +28,17 @@ Why the LM knobs differ from the toy's:
   reuse expensive samples, at the price of more backward passes.
 - ``kl_coef = 0.02`` to the initial model (``ref_refresh_every = None``): a leash to the pretrained
   model, which also makes the KL curve a measurement of how far RL moved it. The CPU recipe for SmolLM2
-  (``RUN_DEFAULTS["pretrained"]``) sets it to 0: the reference model's forward pass would cost a third
+  (``RECIPES["pretrained"]``) sets it to 0: the reference model's forward pass would cost a third
   of its step.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import os
 import time
+from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import torch
@@ -29,16 +46,20 @@ from tqdm.auto import tqdm
 
 from minirl.algorithms import AlgoConfig, get_algorithm
 from minirl.history import History
+from minirl.lm.models import default_device, load_policy, make_tiny_lm
+from minirl.lm.policy import CausalLMPolicy
 from minirl.losses import sft_loss
+from minirl.train import TrainConfig
 from minirl.utils import check_positive_ints, torch_threads
+from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
 __all__ = [
     "LM_CHANGES",
-    "RUN_DEFAULTS",
+    "RECIPES",
+    "LMRecipe",
     "lm_algorithm",
-    "make_lm_policy",
     "model_kind",
-    "recipe_task",
+    "recipe_for",
     "sft_warm_start",
 ]
 
@@ -86,118 +107,229 @@ def sft_warm_start(
     return history
 
 
-# Run sizes for each kind of model, used by ``minirl train --task text_sort``, the benchmark and the
-# notebooks. ``sft_steps`` of supervised warm start come first; ``trainable_layers`` (None: all) is
-# ``CausalLMPolicy.train_top_layers``; ``kl_coef`` replaces ``LM_CHANGES``'s; ``unseen_answers`` is the task's
-# ``n_unseen_answers`` (whole answers held out of training: a second, harder held-out set). What each recipe
-# measured is in README, "Measured figures: the language-model stage" (generated from results/).
-RUN_DEFAULTS: dict[str, dict[str, Any]] = {
-    # The tiny model: a long supervised warm start (it starts from random weights), then GRPO at a gentle
-    # learning rate (README, "The tiny model").
-    "tiny": dict(
-        system=None,
-        learning_rate=3e-4,
-        steps=150,
-        prompts_per_step=16,
-        group_size=8,
-        max_new_tokens=10,
-        sft_steps=1000,
-        sft_learning_rate=1.5e-3,
-        few_shot=0,
-        eval_prompts=200,
-        eval_every=25,
-        threads=1,
-        trainable_layers=None,
-        kl_coef=0.02,
-        unseen_answers=20,
-    ),
-    # SmolLM2 on a CPU: one worked example and a short system message (instead of its ~20-token default) keep
-    # the prompt short, and the part every prompt shares runs once per batch. What makes a step affordable on 2
-    # cores: only the top 10 of the 30 blocks train (the backward pass stops there), no KL term (no reference
-    # forward pass), a 10-token budget (a 3-number answer is 8 tokens with its end token) and the shared prompt
-    # cache. Training fewer weights also tolerates a larger learning rate (README, "SmolLM2 on 2 CPU cores").
-    "pretrained": dict(
-        learning_rate=1e-4,
-        steps=80,
-        prompts_per_step=8,
-        group_size=8,
-        max_new_tokens=10,
-        sft_steps=0,
-        sft_learning_rate=1e-5,
-        few_shot=1,
-        system="You sort numbers.",
-        eval_prompts=200,
-        eval_every=20,
-        threads=None,
-        trainable_layers=10,
-        kl_coef=0.0,
-        unseen_answers=20,
-    ),
-    # The same on a GPU (bfloat16 autocast): 8 times the samples per step, every weight training, a smaller
-    # learning rate and the KL leash (README, "SmolLM2 on a GPU").
-    "pretrained-cuda": dict(
-        learning_rate=3e-5,
-        steps=30,
-        prompts_per_step=32,
-        group_size=16,
-        max_new_tokens=16,
-        sft_steps=0,
-        sft_learning_rate=1e-5,
-        few_shot=1,
-        system="You sort numbers.",
-        eval_prompts=200,
-        eval_every=5,
-        threads=None,
-        trainable_layers=None,
-        kl_coef=0.02,
-        unseen_answers=20,
-    ),
-}
+@dataclass(frozen=True)
+class LMRecipe:
+    """The settings of a language-model run on a text task, and the run they build.
+
+    ``dataclasses.asdict(recipe)`` gives the settings as a dict (the results files keep them so). What each
+    recipe measured is in README, "Measured figures: the language-model stage" (generated from results/).
+
+    Attributes:
+        learning_rate: Adam's step size for GRPO (the peak of the cosine schedule).
+        steps: GRPO steps (one batch of fresh samples each).
+        prompts_per_step: prompts per GRPO step, and per warm-start step.
+        group_size: responses sampled per prompt.
+        max_new_tokens: the response budget (tokens, the end token included).
+        sft_steps: supervised warm-start steps before GRPO (0: none).
+        sft_learning_rate: Adam's step size for the warm start.
+        few_shot: worked examples in each prompt.
+        system: the system message of each prompt (None: the tokenizer's default).
+        eval_prompts: held-out prompts per greedy evaluation.
+        eval_every: evaluate before the first GRPO step and every this many steps (0: only at the end).
+        threads: torch CPU threads for the warm start and GRPO (None: leave torch's setting).
+        trainable_layers: train only the top this many transformer blocks (None: every weight;
+            ``CausalLMPolicy.train_top_layers``).
+        kl_coef: β of the KL penalty to the initial model; replaces ``LM_CHANGES``'s.
+        unseen_answers: whole answers held out of training (the task's ``n_unseen_answers``): a second,
+            harder held-out set.
+    """
+
+    learning_rate: float
+    steps: int
+    prompts_per_step: int
+    group_size: int
+    max_new_tokens: int
+    sft_steps: int
+    sft_learning_rate: float
+    few_shot: int
+    system: str | None
+    eval_prompts: int
+    eval_every: int
+    threads: int | None
+    trainable_layers: int | None
+    kl_coef: float
+    unseen_answers: int
+
+    def __post_init__(self) -> None:
+        check_positive_ints(
+            steps=self.steps,
+            prompts_per_step=self.prompts_per_step,
+            group_size=self.group_size,
+            max_new_tokens=self.max_new_tokens,
+            eval_prompts=self.eval_prompts,
+        )
+        for name in ("sft_steps", "few_shot", "eval_every", "unseen_answers"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 0:
+                raise ValueError(f"{name} must be an int >= 0; got {value!r}")
+        for name in ("threads", "trainable_layers"):
+            if getattr(self, name) is not None:
+                check_positive_ints(**{name: getattr(self, name)})
+        for name in ("learning_rate", "sft_learning_rate"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0; got {getattr(self, name)!r}")
+        if not self.kl_coef >= 0:
+            raise ValueError(f"kl_coef must be >= 0; got {self.kl_coef!r}")
+        if self.system is not None and not isinstance(self.system, str):
+            raise ValueError(f"system must be a string or None; got {self.system!r}")
+
+    def with_(self, **changes: Any) -> LMRecipe:
+        """A copy with some settings changed, e.g. ``RECIPES["tiny"].with_(steps=4, sft_steps=30)``."""
+        known = {f.name for f in dataclasses.fields(self)}
+        unknown = sorted(set(changes) - known)
+        if unknown:
+            raise ValueError(f"unknown LMRecipe setting(s) {unknown}; known: {sorted(known)}")
+        return dataclasses.replace(self, **changes)
+
+    # ---- what a run is built from ---------------------------------------------------------------
+
+    def _prompt(self) -> dict[str, Any]:
+        """The text tasks' arguments that the recipe sets: its prompt and its held-out answers."""
+        return dict(few_shot=self.few_shot, system=self.system, n_unseen_answers=self.unseen_answers)
+
+    def task(self, n_numbers: int = 3, max_value: int = 9) -> TextSortTask:
+        """Text sorting of ``n_numbers`` numbers from 0 to ``max_value``, with the recipe's prompt (worked
+        examples, system message) and held-out answers."""
+        return TextSortTask(n_numbers=n_numbers, max_value=max_value, **self._prompt())
+
+    def addition_task(self, digits: int = 2) -> TextAdditionTask:
+        """Text addition of two ``digits``-digit numbers, with the recipe's prompt and held-out answers."""
+        return TextAdditionTask(digits=digits, **self._prompt())
+
+    def policy(
+        self, name_or_path: str | os.PathLike, seed: int = 0, device: str | torch.device | None = None
+    ) -> CausalLMPolicy:
+        """The model to train, with the recipe's response budget and only its top ``trainable_layers`` blocks
+        trainable: ``"tiny"`` (a fresh ~1M-parameter model initialised from ``seed``, on the CPU unless
+        ``device``), or ``"smollm2-135m"``, a local folder or a hub name (``load_policy``: on ``device``, CUDA
+        when available by default)."""
+        if name_or_path == "tiny":
+            policy = make_tiny_lm(seed=seed, max_new_tokens=self.max_new_tokens)
+            policy = policy.to(device) if device is not None else policy
+        else:
+            policy = load_policy(name_or_path, device=device, max_new_tokens=self.max_new_tokens)
+        return policy.train_top_layers(self.trainable_layers)
+
+    def algorithm(self, name: str | AlgoConfig = "grpo", **changes: Any) -> AlgoConfig:
+        """The preset ``name`` with the language-model knobs (``lm_algorithm``) and the recipe's ``kl_coef``,
+        then ``changes``."""
+        return lm_algorithm(name, **{"kl_coef": self.kl_coef, **changes})
+
+    def warm_start(self, policy, task, seed: int = 0, progress: bool = True) -> History | None:
+        """``sft_steps`` supervised steps on ``task``'s reference answers, ``prompts_per_step`` a step at
+        ``sft_learning_rate`` (``sft_warm_start``), in place; None when the recipe has none."""
+        if not self.sft_steps:
+            return None
+        return sft_warm_start(
+            policy,
+            task,
+            self.sft_steps,
+            self.prompts_per_step,
+            self.sft_learning_rate,
+            seed=seed,
+            threads=self.threads,
+            progress=progress,
+        )
+
+    def train_config(self, task, *, algo: str | AlgoConfig = "grpo", seed: int = 0, **overrides: Any) -> TrainConfig:
+        """The ``TrainConfig`` of GRPO (or ``algo``) on ``task`` with the recipe's steps, batch, learning rate,
+        greedy evaluations and threads.
+
+        ``algo``: a preset name, given the recipe's knobs (``algorithm``), or an ``AlgoConfig`` used as it is.
+        ``overrides``: any other ``TrainConfig`` field, applied last.
+        """
+        settings = dict(
+            steps=self.steps,
+            prompts_per_step=self.prompts_per_step,
+            group_size=self.group_size,
+            learning_rate=self.learning_rate,
+            eval_every=self.eval_every,
+            eval_prompts=self.eval_prompts,
+            eval_sampled=False,
+            threads=self.threads,
+        )
+        algo = self.algorithm(algo) if isinstance(algo, str) else algo
+        return TrainConfig(task=task, algo=algo, seed=seed, **{**settings, **overrides})
 
 
-def recipe_task(kind: str = "pretrained", n_numbers: int = 3, max_value: int = 9):
-    """The text-sorting task with the prompt of ``RUN_DEFAULTS[kind]`` (its worked examples and system
-    message) and its held-out answers: sort ``n_numbers`` numbers from 0 to ``max_value``."""
-    from toy_envs.text_tasks import TextSortTask
+# One recipe per kind of model, used by ``minirl train --task text_sort``, the benchmarks and the notebooks.
+RECIPES: MappingProxyType[str, LMRecipe] = MappingProxyType(
+    {
+        # The tiny model: a long supervised warm start (it starts from random weights), then GRPO at a gentle
+        # learning rate (README, "The tiny model").
+        "tiny": LMRecipe(
+            learning_rate=3e-4,
+            steps=150,
+            prompts_per_step=16,
+            group_size=8,
+            max_new_tokens=10,
+            sft_steps=1000,
+            sft_learning_rate=1.5e-3,
+            few_shot=0,
+            system=None,
+            eval_prompts=200,
+            eval_every=25,
+            threads=1,
+            trainable_layers=None,
+            kl_coef=0.02,
+            unseen_answers=20,
+        ),
+        # SmolLM2 on a CPU: one worked example and a short system message (instead of its ~20-token default)
+        # keep the prompt short, and the part every prompt shares runs once per batch. What makes a step
+        # affordable on 2 cores: only the top 10 of the 30 blocks train (the backward pass stops there), no KL
+        # term (no reference forward pass), a 10-token budget (a 3-number answer is 8 tokens with its end token)
+        # and the shared prompt cache. Training fewer weights also tolerates a larger learning rate (README,
+        # "SmolLM2 on 2 CPU cores").
+        "pretrained": LMRecipe(
+            learning_rate=1e-4,
+            steps=80,
+            prompts_per_step=8,
+            group_size=8,
+            max_new_tokens=10,
+            sft_steps=0,
+            sft_learning_rate=1e-5,
+            few_shot=1,
+            system="You sort numbers.",
+            eval_prompts=200,
+            eval_every=20,
+            threads=None,
+            trainable_layers=10,
+            kl_coef=0.0,
+            unseen_answers=20,
+        ),
+        # The same on a GPU (bfloat16 autocast): 8 times the samples per step, every weight training, a smaller
+        # learning rate and the KL leash (README, "SmolLM2 on a GPU").
+        "pretrained-cuda": LMRecipe(
+            learning_rate=3e-5,
+            steps=30,
+            prompts_per_step=32,
+            group_size=16,
+            max_new_tokens=16,
+            sft_steps=0,
+            sft_learning_rate=1e-5,
+            few_shot=1,
+            system="You sort numbers.",
+            eval_prompts=200,
+            eval_every=5,
+            threads=None,
+            trainable_layers=None,
+            kl_coef=0.02,
+            unseen_answers=20,
+        ),
+    }
+)
 
-    if kind not in RUN_DEFAULTS:
-        raise ValueError(f"kind must be one of {sorted(RUN_DEFAULTS)}; got {kind!r}")
-    run = RUN_DEFAULTS[kind]
-    return TextSortTask(
-        n_numbers=n_numbers,
-        max_value=max_value,
-        few_shot=run["few_shot"],
-        system=run["system"],
-        n_unseen_answers=run["unseen_answers"],
-    )
 
-
-def model_kind(name_or_path: str, device: str | torch.device | None = None) -> str:
-    """The key of ``RUN_DEFAULTS``: ``"tiny"`` for the built-in tiny model; for any other model
+def model_kind(name_or_path: str | os.PathLike, device: str | torch.device | None = None) -> str:
+    """The key of ``RECIPES``: ``"tiny"`` for the built-in tiny model; for any other model
     ``"pretrained-cuda"`` when it will train on a GPU (``device``, or CUDA available when None), else
     ``"pretrained"``."""
-    from minirl.lm.models import default_device
-
     if name_or_path == "tiny":
         return "tiny"
     return "pretrained-cuda" if default_device(device).type == "cuda" else "pretrained"
 
 
-def make_lm_policy(
-    name_or_path: str,
-    seed: int = 0,
-    max_new_tokens: int = 16,
-    device: str | None = None,
-    trainable_layers: int | None = None,
-):
-    """``"tiny"`` (a fresh ~1M-parameter model, initialised from ``seed``), ``"smollm2-135m"`` (the shipped
-    model), a local folder or a hub name (``minirl.lm.load_policy``), with only its top ``trainable_layers``
-    blocks trainable (None: all; ``CausalLMPolicy.train_top_layers``)."""
-    from minirl.lm.models import load_policy, make_tiny_lm
-
-    if name_or_path == "tiny":
-        policy = make_tiny_lm(seed=seed, max_new_tokens=max_new_tokens)
-        policy = policy.to(device) if device is not None else policy
-    else:
-        policy = load_policy(name_or_path, device=device, max_new_tokens=max_new_tokens)
-    return policy.train_top_layers(trainable_layers)
+def recipe_for(name_or_path: str | os.PathLike, device: str | torch.device | None = None) -> LMRecipe:
+    """The recipe of a model (``"tiny"``, ``"smollm2-135m"``, a folder, a hub name) on ``device``:
+    ``RECIPES[model_kind(name_or_path, device)]``."""
+    return RECIPES[model_kind(name_or_path, device)]

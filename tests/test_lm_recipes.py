@@ -1,0 +1,211 @@
+"""The language-model recipes (``minirl.lm.recipes.LMRecipe``): their values, what they build, and the command
+line's flags on top of them."""
+
+import dataclasses
+
+import pytest
+import torch
+
+from minirl.lm import make_tiny_lm
+from minirl.lm.recipes import RECIPES, lm_algorithm, model_kind, recipe_for, sft_warm_start
+from minirl.train import TrainConfig
+from toy_envs.text_tasks import TextAdditionTask, TextSortTask
+
+# The recipes as they were written before LMRecipe (``RUN_DEFAULTS`` of minirl/lm_train.py): the results files
+# keep these keys and values.
+BEFORE = {
+    "tiny": dict(
+        system=None,
+        learning_rate=3e-4,
+        steps=150,
+        prompts_per_step=16,
+        group_size=8,
+        max_new_tokens=10,
+        sft_steps=1000,
+        sft_learning_rate=1.5e-3,
+        few_shot=0,
+        eval_prompts=200,
+        eval_every=25,
+        threads=1,
+        trainable_layers=None,
+        kl_coef=0.02,
+        unseen_answers=20,
+    ),
+    "pretrained": dict(
+        learning_rate=1e-4,
+        steps=80,
+        prompts_per_step=8,
+        group_size=8,
+        max_new_tokens=10,
+        sft_steps=0,
+        sft_learning_rate=1e-5,
+        few_shot=1,
+        system="You sort numbers.",
+        eval_prompts=200,
+        eval_every=20,
+        threads=None,
+        trainable_layers=10,
+        kl_coef=0.0,
+        unseen_answers=20,
+    ),
+    "pretrained-cuda": dict(
+        learning_rate=3e-5,
+        steps=30,
+        prompts_per_step=32,
+        group_size=16,
+        max_new_tokens=16,
+        sft_steps=0,
+        sft_learning_rate=1e-5,
+        few_shot=1,
+        system="You sort numbers.",
+        eval_prompts=200,
+        eval_every=5,
+        threads=None,
+        trainable_layers=None,
+        kl_coef=0.02,
+        unseen_answers=20,
+    ),
+}
+
+
+def test_the_recipes_keep_their_values_and_keys():
+    assert set(RECIPES) == set(BEFORE)
+    for kind, values in BEFORE.items():
+        assert dataclasses.asdict(RECIPES[kind]) == values, kind
+
+
+def test_a_recipe_is_frozen_and_with_changes_a_copy():
+    tiny = RECIPES["tiny"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        tiny.steps = 3
+    with pytest.raises(TypeError):
+        RECIPES["tiny"] = tiny  # the table is read-only too
+    short = tiny.with_(steps=3, sft_steps=0)
+    assert (short.steps, short.sft_steps, tiny.steps, tiny.sft_steps) == (3, 0, 150, 1000)
+    assert dataclasses.asdict(short) == {**BEFORE["tiny"], "steps": 3, "sft_steps": 0}
+    with pytest.raises(ValueError, match=r"unknown LMRecipe setting\(s\) \['step'\]"):
+        tiny.with_(step=3)
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        ({"steps": 0}, "steps must be a positive int; got 0"),
+        ({"max_new_tokens": 2.5}, "max_new_tokens must be a positive int"),
+        ({"sft_steps": -1}, "sft_steps must be an int >= 0; got -1"),
+        ({"eval_every": -1}, "eval_every must be an int >= 0"),
+        ({"threads": 0}, "threads must be a positive int; got 0"),
+        ({"trainable_layers": 0}, "trainable_layers must be a positive int; got 0"),
+        ({"learning_rate": 0.0}, "learning_rate must be > 0"),
+        ({"sft_learning_rate": -1e-3}, "sft_learning_rate must be > 0"),
+        ({"kl_coef": -0.1}, "kl_coef must be >= 0"),
+        ({"system": 3}, "system must be a string or None"),
+    ],
+)
+def test_bad_settings_name_the_setting(changes, message):
+    with pytest.raises(ValueError, match=message):
+        RECIPES["pretrained"].with_(**changes)
+
+
+def test_the_recipe_of_a_model_and_device():
+    assert model_kind("tiny") == "tiny" and recipe_for("tiny", "cuda") is RECIPES["tiny"]
+    assert recipe_for("smollm2-135m", "cpu") is RECIPES["pretrained"]
+    assert recipe_for("some/folder", "cuda") is RECIPES["pretrained-cuda"]
+    assert recipe_for("smollm2-135m") is RECIPES["pretrained-cuda" if torch.cuda.is_available() else "pretrained"]
+
+
+def test_the_recipe_builds_the_task_with_its_prompt():
+    for kind, values in BEFORE.items():
+        prompt = dict(few_shot=values["few_shot"], system=values["system"], n_unseen_answers=values["unseen_answers"])
+        recipe = RECIPES[kind]
+        assert recipe.task() == TextSortTask(n_numbers=3, max_value=9, **prompt)
+        assert recipe.task(n_numbers=4, max_value=7) == TextSortTask(n_numbers=4, max_value=7, **prompt)
+        assert recipe.addition_task(digits=2) == TextAdditionTask(digits=2, **prompt)
+    task = RECIPES["pretrained"].task()
+    assert task.system == "You sort numbers." and task.few_shot == 1 and task.n_unseen_answers == 20
+
+
+def test_the_recipe_builds_the_algorithm_with_its_kl_coefficient():
+    assert RECIPES["tiny"].algorithm() == lm_algorithm("grpo", kl_coef=0.02)
+    assert RECIPES["pretrained"].algorithm() == lm_algorithm("grpo", kl_coef=0.0)
+    assert RECIPES["pretrained"].algorithm("dapo", clip_eps_high=0.3) == lm_algorithm(
+        "dapo", kl_coef=0.0, clip_eps_high=0.3
+    )
+    assert RECIPES["tiny"].algorithm("grpo", kl_coef=0.1).kl_coef == 0.1  # changes come last
+
+
+def test_the_recipe_builds_the_train_config():
+    recipe, task = RECIPES["tiny"], RECIPES["tiny"].task()
+    by_hand = TrainConfig(
+        task=task,
+        algo=lm_algorithm("grpo", kl_coef=0.02),
+        seed=3,
+        steps=150,
+        prompts_per_step=16,
+        group_size=8,
+        learning_rate=3e-4,
+        eval_every=25,
+        eval_prompts=200,
+        eval_sampled=False,
+        threads=1,
+        progress=False,
+    )
+    assert recipe.train_config(task, seed=3, progress=False) == by_hand
+    assert recipe.train_config(task, algo="dapo", seed=3, progress=False).algo == recipe.algorithm("dapo")
+    algo = lm_algorithm("gspo", kl_coef=0.5)
+    changed = recipe.train_config(task, algo=algo, steps=4, temperature=0.7, max_seconds=60.0)
+    assert (changed.algo, changed.steps, changed.temperature, changed.max_seconds) == (algo, 4, 0.7, 60.0)
+
+
+def test_the_recipe_builds_the_policy_and_its_trainable_blocks():
+    recipe = RECIPES["tiny"].with_(trainable_layers=2)
+    policy, by_hand = recipe.policy("tiny", seed=1), make_tiny_lm(seed=1, max_new_tokens=10)
+    assert policy.max_new_tokens == 10 and policy.device.type == "cpu"
+    for (name, p), q in zip(policy.named_parameters(), by_hand.parameters()):
+        assert torch.equal(p, q), name
+    frozen = {name for name, p in policy.named_parameters() if not p.requires_grad}
+    assert "model.model.embed_tokens.weight" in frozen and "model.model.layers.1.mlp.up_proj.weight" in frozen
+    assert not any(name.startswith(("model.model.layers.2.", "model.model.layers.3.")) for name in frozen)
+
+
+def test_the_recipe_warm_start_is_sft_warm_start_with_its_settings():
+    recipe = RECIPES["tiny"].with_(sft_steps=2, prompts_per_step=3)
+    task = TextSortTask(n_numbers=2, max_value=3, n_heldout=4)
+    a, b = make_tiny_lm(seed=0, max_new_tokens=6), make_tiny_lm(seed=0, max_new_tokens=6)
+    mine = recipe.warm_start(a, task, seed=5, progress=False)
+    by_hand = sft_warm_start(b, task, 2, 3, 1.5e-3, seed=5, threads=1, progress=False)
+    assert mine["loss"].tolist() == by_hand["loss"].tolist()
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert RECIPES["pretrained"].warm_start(a, task) is None  # no warm start in the recipe: nothing happens
+
+
+def test_the_command_line_flags_are_the_recipe_with_changes():
+    from minirl.cli import build_parser, text_recipe
+
+    parse = build_parser().parse_args
+    base = ["train", "--task", "text_sort", "--model", "smollm2-135m", "--device", "cpu"]
+    assert text_recipe(parse(base)) == RECIPES["pretrained"]
+    assert text_recipe(parse(["train", "--task", "text_sort", "--model", "tiny"])) == RECIPES["tiny"]
+    flags = {
+        "--learning-rate": ("3e-5", "learning_rate", 3e-5),
+        "--steps": ("7", "steps", 7),
+        "--prompts-per-step": ("3", "prompts_per_step", 3),
+        "--group-size": ("5", "group_size", 5),
+        "--max-new-tokens": ("12", "max_new_tokens", 12),
+        "--sft-steps": ("4", "sft_steps", 4),
+        "--few-shot": ("2", "few_shot", 2),
+        "--eval-prompts": ("9", "eval_prompts", 9),
+        "--eval-every": ("2", "eval_every", 2),
+        "--set": ("kl_coef=0.05", "kl_coef", 0.05),
+        "--trainable-layers": ("all", "trainable_layers", None),
+    }
+    for flag, (text, setting, value) in flags.items():
+        assert text_recipe(parse(base + [flag, text])) == RECIPES["pretrained"].with_(**{setting: value}), flag
+    argv = base + [word for flag, (text, _, _) in flags.items() for word in (flag, text)]
+    everything = RECIPES["pretrained"].with_(**{setting: value for _, setting, value in flags.values()})
+    assert text_recipe(parse(argv)) == everything
+    assert text_recipe(parse(base + ["--trainable-layers", "4"])).trainable_layers == 4
+    for bad in ("0", "-1", "some"):
+        with pytest.raises(SystemExit) as exit_info:
+            parse(base + ["--trainable-layers", bad])
+        assert exit_info.value.code == 2
