@@ -156,6 +156,10 @@ class CausalLMPolicy(nn.Module):
             values and gradients as running every prompt + response, less compute).
     """
 
+    # a frozen copy doubles the model's memory and its forward pass is a large part of a step: the loop measures
+    # the KL to the initial model only when asked (``minirl.protocols.Policy.cheap_reference``)
+    cheap_reference = False
+
     def __init__(self, model: nn.Module, tokenizer, max_new_tokens: int = 32, *, share_prompt_cache: bool = True):
         super().__init__()
         if not (isinstance(max_new_tokens, int) and max_new_tokens > 0):
