@@ -30,7 +30,7 @@ from minirl.advantages import DELTA_MODES
 from minirl.losses import AGGREGATIONS
 from minirl.utils import check_positive_ints
 
-__all__ = ["ALGORITHMS", "AlgoConfig", "get_algorithm"]
+__all__ = ["ALGORITHMS", "AlgoConfig", "AlgoField", "get_algorithm"]
 
 
 @dataclass(frozen=True)
@@ -160,3 +160,29 @@ def get_algorithm(algo: str | AlgoConfig) -> AlgoConfig:
     if algo not in ALGORITHMS:
         raise ValueError(f"unknown algorithm {algo!r}; choose one of {sorted(ALGORITHMS)} or pass an AlgoConfig")
     return ALGORITHMS[algo]
+
+
+class AlgoField:
+    """A dataclass field that holds an ``AlgoConfig`` and also takes a preset's name, which it resolves:
+    ``algo: AlgoField = AlgoField("grpo")`` makes ``TrainConfig(algo="dapo").algo`` the ``AlgoConfig``
+    ``ALGORITHMS["dapo"]``.
+
+    This is the dataclasses docs' "descriptor-typed field": the type checker reads ``__set__`` for what the
+    constructor accepts (a name or an ``AlgoConfig``) and ``__get__`` for what the attribute holds (always an
+    ``AlgoConfig``), so no code after construction needs to ask which of the two it got.
+    """
+
+    def __init__(self, default: str | AlgoConfig) -> None:
+        self.default = get_algorithm(default)
+        self.name = ""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: object | None, owner: type | None = None) -> AlgoConfig:
+        if obj is None:  # read on the class: the dataclass takes this as the field's default
+            return self.default
+        return obj.__dict__[self.name]
+
+    def __set__(self, obj: object, value: str | AlgoConfig) -> None:
+        obj.__dict__[self.name] = get_algorithm(value)

@@ -2,16 +2,30 @@
 
 The loop (``minirl.train``) never asks what kind of model it trains. It asks a policy to sample a
 group of responses per prompt and to score given responses token by token, and it asks a task for
-prompts and for rewards. Two policies implement the contract:
+prompts and for rewards. ``Policy`` names everything the loop uses; two policies implement it:
 
 - ``minirl.ToyPolicy``: the tiny encoder-decoder of the sorting chapters (every response position
   predicted from the prompt alone, one forward pass);
 - ``minirl.lm.CausalLMPolicy``: a HuggingFace causal language model (token by token with a KV
   cache, responses of different lengths that end at the first end-of-sequence token).
 
-And the tasks: ``toy_envs.SortingTask`` and ``toy_envs.VariableLengthSortingTask`` (prompts and
-answers are token tensors), and the text tasks of ``toy_envs.text_tasks`` (prompts are chats, answers
-are strings the model wrote).
+``Task`` names what every task has (prompts, rewards, a correctness check). What only some tasks have is a
+capability of its own, a protocol that extends ``Task`` by one or two members; the loop uses one when
+``isinstance(task, <capability>)`` says the task has it:
+
+    ProcessRewardTask   per_position_rewards        a reward per response position (grpo_process)
+    MaskedTask          response_mask               responses that end at an EOS token (toy)
+    FormatTask          format_ok                   answers that can be in the wrong form (text)
+    HeldOutTask         eval_prompts                evaluation prompts training never sees (text)
+    UnseenAnswersTask   unseen_answer_prompts       problems whose answer training never sees (text)
+    ToyTask             n_tokens, prompt_length,    token tensors of fixed sizes and a reference answer:
+                        response_length,            what ``make_model`` and ``train_supervised`` use
+                        sorted_responses
+
+The tasks: ``toy_envs.SortingTask`` (a ``ToyTask`` and a ``ProcessRewardTask``),
+``toy_envs.VariableLengthSortingTask`` (also a ``MaskedTask``), and the text tasks of
+``toy_envs.text_tasks`` (prompts are chats, answers are strings the model wrote; ``FormatTask``,
+``HeldOutTask``, ``UnseenAnswersTask``).
 
 Shapes: ``[batch, trial, pos]`` = prompt, response in the prompt's group, token position in the
 response.
@@ -19,12 +33,29 @@ response.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
 
 import torch
 
-__all__ = ["Policy", "Rollout", "Task", "TokenScores", "select_prompts"]
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+__all__ = [
+    "FormatTask",
+    "HeldOutTask",
+    "MaskedTask",
+    "Policy",
+    "ProcessRewardTask",
+    "Rollout",
+    "Task",
+    "TokenScores",
+    "ToyTask",
+    "UnseenAnswersTask",
+    "require",
+    "select_prompts",
+]
 
 
 def select_prompts(prompts: Any, rows: slice) -> Any:
@@ -101,11 +132,23 @@ class TokenScores:
 
 @runtime_checkable
 class Policy(Protocol):
-    """A stochastic policy over responses: what ``minirl.train`` needs from a model.
+    """A stochastic policy over responses: everything ``minirl.train`` asks of a model.
 
-    Implementations are ``torch.nn.Module`` s (the loop reads ``parameters()``, copies the module for
-    π_ref and refreshes that copy with ``load_state_dict``).
+    Both implementations are ``torch.nn.Module`` s, which give the last five members: the loop hands
+    ``parameters()`` to the optimizer, moves the policy with ``to``, copies it (``copy.deepcopy``, then
+    ``requires_grad_(False)``) for π_ref, and refreshes that copy with ``load_state_dict(state_dict())``.
     """
+
+    cheap_reference: bool
+    """True when a frozen copy of the policy and one more forward pass per step cost little (the toy model's
+    few thousand weights): the loop then measures the KL to the initial policy by default
+    (``TrainConfig.measure_kl``). False for a language model, whose copy doubles its memory and whose
+    forward pass is a large part of a step. A class attribute of each implementation."""
+
+    @property
+    def device(self) -> torch.device:
+        """Where the weights are: the loop puts rewards and advantages there."""
+        ...
 
     def sample(
         self, prompts: Any, group_size: int, *, temperature: float, generator: torch.Generator | None
@@ -122,26 +165,145 @@ class Policy(Protocol):
         with gradient; one forward pass."""
         ...
 
-    def parameters(self, recurse: bool = True): ...
+    # -- torch.nn.Module's ---------------------------------------------------------------------------
+
+    def parameters(self, recurse: bool = True) -> Iterator[torch.nn.Parameter]: ...
+
+    def to(self, *args: Any, **kwargs: Any) -> Self: ...
+
+    def requires_grad_(self, requires_grad: bool = True) -> Self: ...
+
+    def state_dict(self, *args: Any, **kwargs: Any) -> dict[str, Any]: ...
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True, assign: bool = False) -> Any: ...
+
+
+# The tasks' methods take their arguments by position only (``/``): the loop passes them that way, so each task
+# names them as it reads best (``SortingTask.rewards(prompts, responses)``, a text task's ``(prompts, answers)``).
+# ``answers`` is a rollout's ``answers``: token tensors ``[batch, trial, pos]`` for a toy task, a list per
+# prompt of ``trial`` strings for a text task.
 
 
 @runtime_checkable
 class Task(Protocol):
-    """Where prompts come from and how responses are scored.
+    """Where prompts come from and how responses are scored: what ``minirl.train`` needs from every task."""
 
-    Required: ``sample_prompts(n, generator)``, ``rewards(prompts, answers) -> [batch, trial]`` float,
-    ``is_correct(prompts, answers) -> [batch, trial]`` bool. Optional, used when present:
+    def sample_prompts(self, n: int, generator: torch.Generator | None = None, /) -> Any:
+        """``n`` training prompts: ``[n, P]`` token ids for a toy task, a list of chats for a text task."""
+        ...
 
-    - ``per_position_rewards(prompts, answers) -> [batch, trial, pos]`` (a process reward);
-    - ``response_mask(tokens) -> [batch, trial, pos]`` (toy tasks whose responses end at an EOS token;
-      a policy that returns its own mask takes precedence);
-    - ``format_ok(prompts, answers) -> [batch, trial]`` bool (the answer is in the asked form);
-    - ``eval_prompts(n, generator)``: held-out prompts, disjoint from the training prompts
-      (default: ``sample_prompts``).
-    """
+    def rewards(self, prompts: Any, answers: Any, /) -> torch.Tensor:
+        """``[batch, trial]`` float: the reward of each answer."""
+        ...
 
-    def sample_prompts(self, n: int, generator: torch.Generator | None = None) -> Any: ...
+    def is_correct(self, prompts: Any, answers: Any, /) -> torch.Tensor:
+        """``[batch, trial]`` bool: the answer is right (exactly sorted, the right sum, ...)."""
+        ...
 
-    def rewards(self, prompts: Any, answers: Any) -> torch.Tensor: ...
 
-    def is_correct(self, prompts: Any, answers: Any) -> torch.Tensor: ...
+@runtime_checkable
+class ProcessRewardTask(Task, Protocol):
+    """A task that also rewards each response position (a process reward): the advantages of
+    ``advantage_level="token"`` (``grpo_process``), and ``evaluate``'s position accuracy."""
+
+    def per_position_rewards(self, prompts: Any, answers: Any, /) -> torch.Tensor:
+        """``[batch, trial, pos]`` float: r_t(x, y) of each position."""
+        ...
+
+
+@runtime_checkable
+class MaskedTask(Task, Protocol):
+    """A toy task whose responses end at an end-of-sequence token: the mask of real tokens reaches the loss.
+    A policy that returns its own mask (a language model's first EOS) takes precedence."""
+
+    def response_mask(self, tokens: torch.Tensor, /) -> torch.Tensor:
+        """``[batch, trial, pos]`` float: 1.0 up to and including the first EOS, 0.0 after it."""
+        ...
+
+
+@runtime_checkable
+class FormatTask(Task, Protocol):
+    """A task whose answers can be in the wrong form (prose instead of a list): the loop logs
+    ``format_rate``, ``evaluate`` ``greedy_format``."""
+
+    def format_ok(self, prompts: Any, answers: Any, /) -> torch.Tensor:
+        """``[batch, trial]`` bool: the answer is in the asked form."""
+        ...
+
+
+@runtime_checkable
+class HeldOutTask(Task, Protocol):
+    """A task with evaluation prompts disjoint from the training prompts (``evaluate`` draws
+    ``sample_prompts`` for a task without them)."""
+
+    def eval_prompts(self, n: int, generator: torch.Generator | None = None, /) -> Any:
+        """The first ``n`` held-out prompts, the same ones every time."""
+        ...
+
+
+@runtime_checkable
+class UnseenAnswersTask(FormatTask, Protocol):
+    """A task that holds out whole answers (a text task's ``n_unseen_answers``): ``evaluate`` reports
+    ``unseen_greedy_exact`` and ``unseen_greedy_format`` on the problems whose answer training never rewards."""
+
+    @property
+    def n_unseen_problems(self) -> int:
+        """How many such problems there are (0: none held out)."""
+        ...
+
+    def unseen_answer_prompts(self, n: int, /) -> Any:
+        """The first ``n`` of them, the same ones every time."""
+        ...
+
+
+@runtime_checkable
+class ToyTask(Task, Protocol):
+    """A task on token tensors of fixed sizes, with a reference answer: what the tiny encoder-decoder needs
+    (``make_model`` sizes one by it, ``train_supervised`` imitates its ``sorted_responses``)."""
+
+    @property
+    def n_tokens(self) -> int:
+        """Token ids a policy emits (V)."""
+        ...
+
+    @property
+    def prompt_length(self) -> int:
+        """Prompt positions (P)."""
+        ...
+
+    @property
+    def response_length(self) -> int:
+        """Response positions (R): the length budget of every response."""
+        ...
+
+    def sample_prompts(self, n: int, generator: torch.Generator | None = None, /) -> torch.Tensor:
+        """``[n, P]`` LongTensor of token ids."""
+        ...
+
+    def sorted_responses(self, prompts: torch.Tensor, /) -> torch.Tensor:
+        """``[batch, R]`` LongTensor: the reference answer to each prompt."""
+        ...
+
+
+P = TypeVar("P")
+
+
+def _members(protocol: type) -> list[str]:
+    """The names a protocol declares, its bases' included."""
+    names: set[str] = set()
+    for cls in protocol.__mro__:
+        if getattr(cls, "_is_protocol", False) and cls is not Protocol:
+            names.update(n for n in (*vars(cls), *getattr(cls, "__annotations__", {})) if not n.startswith("_"))
+    return sorted(names)
+
+
+def require(value: Any, protocol: type[P], argument: str, hint: str = "") -> P:
+    """``value`` itself when it implements ``protocol``, else ``TypeError`` naming ``argument``, the members it
+    lacks and ``hint`` (``isinstance`` on a protocol checks that the members are there, not their signatures)."""
+    if isinstance(value, protocol):
+        return value
+    missing = [name for name in _members(protocol) if not hasattr(value, name)]
+    raise TypeError(
+        f"{argument} must implement minirl.protocols.{protocol.__name__}; {type(value).__name__} lacks {missing}"
+        + (f" ({hint})" if hint else "")
+    )

@@ -32,16 +32,28 @@ import torch
 from tqdm.auto import tqdm
 
 from minirl.advantages import compute_deltas, zero_variance_fraction
-from minirl.algorithms import AlgoConfig, get_algorithm
+from minirl.algorithms import AlgoConfig, AlgoField
 from minirl.history import History
 from minirl.losses import aggregate, kl_estimate, policy_loss
-from minirl.protocols import Rollout, Task, select_prompts
+from minirl.protocols import (
+    FormatTask,
+    HeldOutTask,
+    MaskedTask,
+    Policy,
+    ProcessRewardTask,
+    Rollout,
+    Task,
+    ToyTask,
+    UnseenAnswersTask,
+    require,
+    select_prompts,
+)
 from minirl.toy.model import make_model
-from minirl.toy.policy import ToyPolicy, as_policy
+from minirl.toy.policy import as_policy
 from minirl.utils import check_positive_ints, torch_threads
 from toy_envs.sorting import SortingTask
 
-__all__ = ["TrainConfig", "evaluate", "policy_update", "response_mask", "rollout_log_probs", "train"]
+__all__ = ["TrainConfig", "evaluate", "policy_update", "response_mask", "rollout_log_probs", "step_metrics", "train"]
 
 
 @dataclass
@@ -51,7 +63,8 @@ class TrainConfig:
     Attributes:
         task: where prompts and rewards come from (a ``minirl.protocols.Task``): ``SortingTask``,
             ``VariableLengthSortingTask``, or a text task of ``toy_envs.text_tasks``.
-        algo: a preset name from ``ALGORITHMS`` or an ``AlgoConfig``.
+        algo: an ``AlgoConfig``; a preset's name from ``ALGORITHMS`` is accepted and resolved
+            (``TrainConfig(algo="grpo").algo is ALGORITHMS["grpo"]``).
         steps: number of outer steps (one batch of fresh samples each).
         prompts_per_step: prompts per batch.
         group_size: responses sampled per prompt (G, the ``trial`` axis).
@@ -81,14 +94,14 @@ class TrainConfig:
         max_seconds: stop early once training has used this much wall time (None = no limit).
         measure_kl: log the two KL curves that cost extra forward passes: ``kl`` to a frozen copy of the
             initial policy even when the algorithm has no KL penalty (β = 0), and ``kl_old``, how far the
-            inner epochs moved the policy from π_old. None: on for the toy models (cheap), off for a
-            language model (a model copy and a forward pass per step). Off, a run with β = 0 logs no ``kl``
-            at all rather than a flat 0.
+            inner epochs moved the policy from π_old. None: the policy's ``cheap_reference`` (on for the toy
+            models, off for a language model: a model copy and a forward pass per step). Off, a run with
+            β = 0 logs no ``kl`` at all rather than a flat 0.
         progress: show a tqdm progress bar.
     """
 
     task: Task = field(default_factory=lambda: SortingTask(vocab_size=5, length=3))
-    algo: str | AlgoConfig = "grpo"
+    algo: AlgoField = AlgoField("grpo")
     steps: int = 2000
     prompts_per_step: int = 64
     group_size: int = 16
@@ -129,7 +142,6 @@ class TrainConfig:
             raise ValueError(f"max_grad_norm must be > 0 or None; got {self.max_grad_norm}")
         if not self.temperature > 0:
             raise ValueError(f"temperature must be > 0; got {self.temperature}")
-        self.algo = get_algorithm(self.algo)
         if self.inner_epochs is not None:
             self.algo = self.algo.with_(inner_epochs=self.inner_epochs)
         if self.algo.delta_mode != "rewards" and self.group_size < 2:
@@ -137,13 +149,15 @@ class TrainConfig:
                 f"algorithm {self.algo.name!r} compares responses within a group: group_size "
                 f"must be >= 2; got {self.group_size}"
             )
+        if self.algo.advantage_level == "token":
+            require(self.task, ProcessRewardTask, "task", hint=f"algorithm {self.algo.name!r} rewards each position")
+        require(self.task, Task, "task")
 
 
 def response_mask(task: Task, responses: torch.Tensor) -> torch.Tensor | None:
     """The task's mask of real tokens ``[batch, trial, pos]`` (1 up to and including EOS), or None when every
     response uses every position (``SortingTask``)."""
-    mask_fn = getattr(task, "response_mask", None)
-    return mask_fn(responses) if mask_fn is not None else None
+    return task.response_mask(responses) if isinstance(task, MaskedTask) else None
 
 
 def _with_mask(task: Task, rollout: Rollout) -> Rollout:
@@ -157,19 +171,19 @@ def _advantages(task: Task, algo: AlgoConfig, prompts, answers, rewards: torch.T
     """[batch, trial] (outcome) or [batch, trial, pos] (process) advantages."""
     if algo.advantage_level == "sequence":
         return compute_deltas(rewards, algo.delta_mode)
+    task = require(task, ProcessRewardTask, "task", hint=f"algorithm {algo.name!r} rewards each position")
     dense = task.per_position_rewards(prompts, answers).to(rewards.device)  # [batch, trial, pos]
     per_position = compute_deltas(dense.transpose(1, 2).flatten(0, 1), algo.delta_mode)  # [(batch pos), trial]
     return per_position.view(dense.shape[0], dense.shape[2], dense.shape[1]).transpose(1, 2)
 
 
 def _eval_prompts(task: Task, n: int, generator: torch.Generator):
-    held_out = getattr(task, "eval_prompts", None)
-    return held_out(n, generator) if held_out is not None else task.sample_prompts(n, generator)
+    return task.eval_prompts(n, generator) if isinstance(task, HeldOutTask) else task.sample_prompts(n, generator)
 
 
 @torch.no_grad()
 def evaluate(
-    model: torch.nn.Module,
+    model: Policy | torch.nn.Module,
     task: Task,
     n_prompts: int = 1000,
     generator: torch.Generator | None = None,
@@ -192,9 +206,10 @@ def evaluate(
     policy = as_policy(model)
     generator = generator if generator is not None else torch.Generator().manual_seed(12345)
     prompts = _eval_prompts(task, n_prompts, generator)  # on the CPU, where the task scores them
-    positions = hasattr(task, "per_position_rewards") and hasattr(task, "sorted_responses")
-    if positions:
-        best = task.per_position_rewards(prompts, task.sorted_responses(prompts).unsqueeze(1)).sum(dim=-1)
+    # the fraction of positions right needs a per-position reward and a reference answer (the toy sorting tasks)
+    graded = task if isinstance(task, ProcessRewardTask) and isinstance(task, ToyTask) else None
+    if graded is not None:
+        best = graded.per_position_rewards(prompts, graded.sorted_responses(prompts).unsqueeze(1)).sum(dim=-1)
     kinds = [("greedy", policy.greedy(prompts))]
     if sampled:
         kinds.append(
@@ -207,13 +222,12 @@ def evaluate(
     for kind, rollout in kinds:
         answers = rollout.answers
         out[f"{kind}_exact"] = float(task.is_correct(prompts, answers).float().mean())
-        if positions:
-            right = task.per_position_rewards(prompts, answers).sum(dim=-1)  # [batch, 1]
+        if graded is not None:
+            right = graded.per_position_rewards(prompts, answers).sum(dim=-1)  # [batch, 1]
             out[f"{kind}_position_acc"] = float((right / best).mean())
-        if hasattr(task, "format_ok"):
+        if isinstance(task, FormatTask):
             out[f"{kind}_format"] = float(task.format_ok(prompts, answers).float().mean())
-    n_unseen = min(getattr(task, "n_unseen_problems", 0), n_prompts)
-    if n_unseen:
+    if isinstance(task, UnseenAnswersTask) and (n_unseen := min(task.n_unseen_problems, n_prompts)):
         unseen = task.unseen_answer_prompts(n_unseen)
         answers = policy.greedy(unseen).answers
         out["unseen_greedy_exact"] = float(task.is_correct(unseen, answers).float().mean())
@@ -221,7 +235,7 @@ def evaluate(
     return out
 
 
-def _device_generator(generator: torch.Generator, device) -> torch.Generator:
+def _device_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
     if torch.device(device).type == "cpu":
         return generator
     seed = int(torch.randint(0, 2**62, (1,), generator=generator))
@@ -248,7 +262,7 @@ def _slices(batch: int, micro_batch_size: int | None) -> list[slice]:
 
 @torch.no_grad()
 def rollout_log_probs(
-    policy, prompts, rollout: Rollout, temperature: float = 1.0, micro_batch_size: int | None = None
+    policy: Policy, prompts: Any, rollout: Rollout, temperature: float = 1.0, micro_batch_size: int | None = None
 ) -> torch.Tensor:
     """log π(y_t | x, y_<t) of the rollout's tokens ``[batch, trial, pos]``, without gradient (π_old, π_ref),
     in micro-batches of ``micro_batch_size`` prompts."""
@@ -288,18 +302,16 @@ def _weighted(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
 
 
 def policy_update(
-    policy: torch.nn.Module,
+    policy: Policy,
     optimizer: torch.optim.Optimizer,
     algo: AlgoConfig,
     prompts: Any,
-    responses: Rollout | torch.Tensor,
-    old_log_probs: torch.Tensor | None,
+    rollout: Rollout,
     advantages: torch.Tensor,
-    mask: torch.Tensor | None = None,
+    *,
+    old_log_probs: torch.Tensor | None = None,
     ref_log_probs: torch.Tensor | None = None,
     max_grad_norm: float | None = 1.0,
-    max_length: int | None = None,
-    *,
     temperature: float = 1.0,
     micro_batch_size: int | None = None,
     measure_kl_old: bool = False,
@@ -312,15 +324,15 @@ def policy_update(
     prompts, each normalised by the whole batch's counts, and the gradients add up to the whole batch's.
 
     Args:
-        policy: a ``minirl.protocols.Policy`` (or a bare toy model, wrapped in ``ToyPolicy``); its parameters
-            are the ones ``optimizer`` updates.
+        policy: a ``minirl.protocols.Policy`` (a bare toy model: ``ToyPolicy(model)``); its parameters are the
+            ones ``optimizer`` updates.
         prompts: the batch's prompts (``[batch, P]`` tokens for the toy, a list for a text task).
-        responses: the ``Rollout`` sampled from π_old (or its tokens ``[batch, trial, pos]``, for the toy).
+        rollout: the responses sampled from π_old: their tokens ``[batch, trial, pos]``, the mask of real
+            tokens and the length budget (``max_length`` of the ``"constant"`` aggregation).
+        advantages: ``[batch, trial]`` (or ``[batch, trial, pos]`` for a process reward).
         old_log_probs: log π_old of the sampled tokens ``[batch, trial, pos]``; None = π_old is the current
             policy (ratio ≡ 1 at the first inner step); ignored when ``algo.importance_ratio`` is False.
-        advantages: ``[batch, trial]`` (or ``[batch, trial, pos]`` for a process reward).
-        mask: ``[batch, trial, pos]`` real tokens (default: the rollout's mask).
-        ref_log_probs, max_length: as in ``policy_loss`` (max_length default: the rollout's budget).
+        ref_log_probs: log π_ref of the sampled tokens, for the KL penalty (as in ``policy_loss``).
         temperature: the sampling temperature (the loss scores the same tempered policy).
         measure_kl_old: after the last inner step, score the responses once more (no gradient) and return
             ``kl_old``, the k3 estimate of KL(π_old ‖ π_θ) per real token: how far this batch's updates moved
@@ -329,10 +341,8 @@ def policy_update(
     Returns the metrics of the last inner step (``policy_loss``'s, plus ``loss`` and ``grad_norm``) and
     ``entropy``, the mean entropy per token of π_old (measured at the first inner step, before any change).
     """
-    policy = as_policy(policy)
-    rollout = responses if isinstance(responses, Rollout) else Rollout(responses, mask, responses, responses.shape[-1])
-    mask = mask if mask is not None else rollout.mask
-    max_length = max_length if max_length is not None else rollout.max_length
+    policy = require(policy, Policy, "policy", hint="wrap a bare toy model: ToyPolicy(model)")
+    mask, max_length = rollout.mask, rollout.max_length
     if not algo.importance_ratio:
         old_log_probs = None
     slices = _slices(rollout.batch_size, micro_batch_size)
@@ -388,6 +398,44 @@ def policy_update(
     return out
 
 
+UPDATE_METRICS = ("loss", "clip_frac_low", "clip_frac_high", "ratio_mean", "ratio_max", "entropy", "grad_norm")
+
+
+def step_metrics(
+    task: Task,
+    prompts: Any,
+    rollout: Rollout,
+    rewards: torch.Tensor,
+    update: dict[str, float],
+    *,
+    kl: bool,
+    kl_old: bool,
+) -> dict[str, float]:
+    """What ``train`` logs about one step, timings aside (each metric is described in ``train``): how good the
+    sampled responses were, what ``policy_update`` measured (``update``), and how long and how alike the
+    responses were.
+
+    ``rewards``: ``[batch, trial]``. ``kl``: log the KL to π_ref (``policy_loss`` reports 0 when there is no
+    π_ref: log it only when there is one); ``kl_old``: log the KL to π_old (``policy_update``'s ``kl_old``).
+    """
+    metrics = {
+        "reward": float(rewards.mean()),
+        "exact_match": float(task.is_correct(prompts, rollout.answers).float().mean()),
+    }
+    if isinstance(task, FormatTask):
+        metrics["format_rate"] = float(task.format_ok(prompts, rollout.answers).float().mean())
+    if kl:
+        metrics["kl"] = update["kl"]
+    if kl_old:
+        metrics["kl_old"] = update["kl_old"]
+    metrics.update({k: update[k] for k in UPDATE_METRICS})
+    metrics["response_length"] = float(rollout.lengths().mean())
+    metrics["zero_variance_groups"] = zero_variance_fraction(rewards)
+    if rewards.shape[1] > 1:  # the spread within a group needs two responses
+        metrics["reward_std"] = float(rewards.std(dim=1).mean())
+    return metrics
+
+
 def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[torch.nn.Module, History]:
     """Train a policy on ``config.task`` with ``config.algo``; returns (model, History).
 
@@ -416,12 +464,13 @@ def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[to
 def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn.Module, History]:
     cfg, algo, task = config, config.algo, config.task
     torch.manual_seed(cfg.seed)  # nothing should use the global RNG, but just in case
-    model = model if model is not None else make_model(task, cfg.embedding_dim, cfg.seed)
-    policy = as_policy(model, getattr(task, "response_length", None))
+    if model is None:
+        model = make_model(require(task, ToyTask, "config.task (with no model given)"), cfg.embedding_dim, cfg.seed)
+    policy = as_policy(model, task.response_length if isinstance(task, ToyTask) else None)
     if cfg.device is not None:
         policy.to(cfg.device)
     device = policy.device
-    measure_kl = cfg.measure_kl if cfg.measure_kl is not None else isinstance(policy, ToyPolicy)
+    measure_kl = cfg.measure_kl if cfg.measure_kl is not None else policy.cheap_reference
     # π_ref: the KL penalty's anchor, or with β = 0 (and measure_kl) a frozen initial policy to measure the drift
     ref_policy = copy.deepcopy(policy).requires_grad_(False) if algo.kl_coef > 0 or measure_kl else None
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
@@ -467,8 +516,8 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
             algo,
             prompts,
             rollout,
-            old_log_probs,
             advantages,
+            old_log_probs=old_log_probs,
             ref_log_probs=ref_log_probs,
             max_grad_norm=cfg.max_grad_norm,
             measure_kl_old=measure_kl,
@@ -482,35 +531,13 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
 
         now = time.perf_counter()
         elapsed = now - start
-        exact = float(task.is_correct(prompts, rollout.answers).float().mean())
-        lengths = rollout.lengths()
-        extra = (
-            {"format_rate": float(task.format_ok(prompts, rollout.answers).float().mean())}
-            if hasattr(task, "format_ok")
-            else {}
-        )
-        # policy_loss reports kl = 0 when it has no π_ref: log it only when there is one
-        kls = {
-            **({"kl": update["kl"]} if ref_policy is not None else {}),
-            **({"kl_old": update["kl_old"]} if measure_kl else {}),
-        }
         history.log(
             step=step,
             samples=step * samples_per_step,
-            reward=float(rewards.mean()),
-            exact_match=exact,
-            **extra,
-            **kls,
-            **{
-                k: update[k]
-                for k in ("loss", "clip_frac_low", "clip_frac_high", "ratio_mean", "ratio_max", "entropy", "grad_norm")
-            },
-            response_length=float(lengths.mean()),
-            zero_variance_groups=zero_variance_fraction(rewards),
-            **({"reward_std": float(rewards.std(dim=1).mean())} if cfg.group_size > 1 else {}),
+            **step_metrics(task, prompts, rollout, rewards, update, kl=ref_policy is not None, kl_old=measure_kl),
             gen_seconds=gen_seconds,
             update_seconds=now - step_start - gen_seconds,
-            tokens_per_second=float(lengths.sum()) / max(now - step_start, 1e-9),
+            tokens_per_second=float(rollout.lengths().sum()) / max(now - step_start, 1e-9),
             wall_time=elapsed,
         )
         out_of_time = cfg.max_seconds is not None and elapsed >= cfg.max_seconds
@@ -520,4 +547,4 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
         if out_of_time:
             break
     bar.close()
-    return (policy.model if isinstance(policy, ToyPolicy) and policy is not model else policy), history
+    return model, history  # as given (a policy, or a bare toy model), or the toy model built here

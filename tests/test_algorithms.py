@@ -5,7 +5,7 @@ import inspect
 import pytest
 import torch
 
-from minirl import ALGORITHMS, make_model
+from minirl import ALGORITHMS, ToyPolicy, make_model
 from minirl.losses import policy_loss
 from minirl.train import policy_update
 from tests.tolerances import assert_close_f32
@@ -35,10 +35,10 @@ def test_the_ratio_alone_gives_the_naive_gradient():
     advantages = torch.randn(8, 4, generator=torch.Generator().manual_seed(2))
     grads = []
     for algo in (ALGORITHMS["normalized"], ALGORITHMS["normalized"].with_(importance_ratio=True)):
-        model = make_model(task, seed=0)
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.0)
-        policy_update(model, optimizer, algo, prompts, responses, None, advantages)
-        grads.append(torch.cat([p.grad.flatten() for p in model.parameters()]))
+        policy = ToyPolicy(make_model(task, seed=0))
+        optimizer = torch.optim.SGD(policy.parameters(), lr=0.0)
+        policy_update(policy, optimizer, algo, prompts, policy.rollout_from_tokens(responses), advantages)
+        grads.append(torch.cat([p.grad.flatten() for p in policy.parameters()]))
     assert grads[0].abs().sum() > 0
     # ∇ρ = ρ ∇log π_θ with ρ = 1 computes the same sums through one more product (tests/tolerances.py): each entry
     # adds 8 x 4 responses of 3 tokens (96 rows) and crosses the toy model's width-32 dot products at 3 positions

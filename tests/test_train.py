@@ -200,9 +200,10 @@ def test_plot_reward_curves_mean_band_and_legend():
 
 def test_policy_update_is_the_loops_inner_step():
     """policy_update on a batch moves the policy as train() does: more mass on the better response."""
-    from minirl import compute_log_probs, make_model, policy_update
+    from minirl import ToyPolicy, compute_log_probs, make_model, policy_update
 
     model = make_model(TASK, seed=0)
+    policy = ToyPolicy(model)
     prompts = torch.tensor([[2, 0, 1]])
     responses = torch.tensor([[[0, 1, 2], [2, 1, 0]]])  # right, wrong
     advantages = torch.tensor([[1.0, -1.0]])
@@ -210,7 +211,9 @@ def test_policy_update_is_the_loops_inner_step():
         old = compute_log_probs(prompts, responses, model)
     algo = ALGORITHMS["grpo"].with_(kl_coef=0.0, entropy_coef=0.0, inner_epochs=3)
     optimizer = torch.optim.Adam(model.parameters(), lr=0.01)
-    out = policy_update(model, optimizer, algo, prompts, responses, old, advantages)
+    out = policy_update(
+        policy, optimizer, algo, prompts, policy.rollout_from_tokens(responses), advantages, old_log_probs=old
+    )
     with torch.no_grad():
         new = compute_log_probs(prompts, responses, model)
     ratio = (new - old).sum(-1).exp()[0]  # sequence ratios π_new / π_old
@@ -221,23 +224,25 @@ def test_policy_update_is_the_loops_inner_step():
 
 
 def test_kl_old_is_k3_between_the_sampler_and_the_updated_policy():
-    from minirl import compute_log_probs, make_model, policy_update
+    from minirl import ToyPolicy, compute_log_probs, make_model, policy_update
 
     model = make_model(TASK, seed=0)
+    policy = ToyPolicy(model)
     prompts = torch.tensor([[2, 0, 1], [4, 4, 0]])
     responses = torch.tensor([[[0, 1, 2], [2, 1, 0]], [[0, 4, 4], [4, 4, 0]]])
+    rollout = policy.rollout_from_tokens(responses)
     advantages = torch.tensor([[1.0, -1.0], [1.0, -1.0]])
     with torch.no_grad():
         old = compute_log_probs(prompts, responses, model)
     algo = ALGORITHMS["unclipped"].with_(inner_epochs=3)
     out = policy_update(
-        model,
+        policy,
         torch.optim.Adam(model.parameters(), lr=0.01),
         algo,
         prompts,
-        responses,
-        old,
+        rollout,
         advantages,
+        old_log_probs=old,
         measure_kl_old=True,
     )
     with torch.no_grad():
@@ -248,7 +253,7 @@ def test_kl_old_is_k3_between_the_sampler_and_the_updated_policy():
     # (tests/tolerances.py): 12 tokens, and the toy model's width-32 dot products at 3 positions, forward
     assert_close_f32(out["kl_old"], want, terms=12 + 32 * 3 + 5, scale=1.0)
     assert "kl_old" not in policy_update(
-        model, torch.optim.Adam(model.parameters()), algo, prompts, responses, old, advantages
+        policy, torch.optim.Adam(model.parameters()), algo, prompts, rollout, advantages, old_log_probs=old
     )
 
 

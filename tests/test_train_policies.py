@@ -1,5 +1,6 @@
 """The loop generalised to any Policy: the toy runs are unchanged, and micro-batches give the whole batch's gradient."""
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -7,11 +8,22 @@ import pytest
 import torch
 
 from minirl import ALGORITHMS, TrainConfig, make_model, train
-from minirl.protocols import Policy, Rollout
+from minirl.protocols import (
+    FormatTask,
+    HeldOutTask,
+    MaskedTask,
+    Policy,
+    ProcessRewardTask,
+    Rollout,
+    Task,
+    ToyTask,
+    UnseenAnswersTask,
+)
 from minirl.toy.policy import ToyPolicy, as_policy
 from minirl.train import policy_update, rollout_log_probs
 from tests.tolerances import assert_close_f32
 from toy_envs import SortingTask, VariableLengthSortingTask
+from toy_envs.text_tasks import TextSortTask
 
 GOLDEN = Path(__file__).parent / "data" / "toy_histories_before_policy_contract.json"
 CASES = {
@@ -100,8 +112,8 @@ def _update_grad(policy, algo, prompts, rollout, old, advantages, ref, micro_bat
         algo,
         prompts,
         rollout,
-        old,
         advantages,
+        old_log_probs=old,
         ref_log_probs=ref,
         max_grad_norm=None,
         micro_batch_size=micro_batch_size,
@@ -185,3 +197,45 @@ def test_train_with_micro_batches_matches_train_without():
     for key in ("zero_variance_groups", "gen_seconds", "update_seconds", "tokens_per_second", "response_length"):
         assert len(runs[0][key]) == 5, key
     assert 0.0 <= runs[0]["zero_variance_groups"].min() <= runs[0]["zero_variance_groups"].max() <= 1.0
+
+
+def test_train_config_resolves_a_preset_name_once_and_for_all():
+    config = TrainConfig(algo="dapo")
+    assert config.algo is ALGORITHMS["dapo"]
+    assert dataclasses.replace(config, steps=3).algo is ALGORITHMS["dapo"]
+    assert TrainConfig(algo="clipped", inner_epochs=2).algo == ALGORITHMS["clipped"].with_(inner_epochs=2)
+    config.algo = "grpo"
+    assert config.algo is ALGORITHMS["grpo"]
+    assert TrainConfig().algo is ALGORITHMS["grpo"]
+    with pytest.raises(ValueError, match="unknown algorithm 'nope'"):
+        TrainConfig(algo="nope")
+
+
+def test_each_task_declares_the_capabilities_the_loop_uses():
+    sorting, variable = SortingTask(vocab_size=5, length=3), VariableLengthSortingTask(vocab_size=6, max_length=4)
+    text = TextSortTask(n_numbers=2, max_value=3, n_heldout=4, n_unseen_answers=1)
+    for task in (sorting, variable):
+        assert isinstance(task, ToyTask) and isinstance(task, ProcessRewardTask) and not isinstance(task, FormatTask)
+    assert isinstance(variable, MaskedTask) and not isinstance(sorting, MaskedTask)
+    assert all(isinstance(text, c) for c in (Task, FormatTask, HeldOutTask, UnseenAnswersTask))
+    assert not any(isinstance(text, c) for c in (ToyTask, ProcessRewardTask, MaskedTask))
+
+
+def test_a_missing_part_of_a_contract_is_named():
+    task = SortingTask(vocab_size=5, length=3)
+    model = make_model(task)
+    prompts = task.sample_prompts(2, torch.Generator().manual_seed(0))
+    rollout = ToyPolicy(model).rollout_from_tokens(torch.zeros(2, 2, 3, dtype=torch.long))
+    with pytest.raises(TypeError, match=r"policy must implement .*Policy; .* lacks \[.*'sample'.*ToyPolicy\(model\)"):
+        policy_update(
+            model, torch.optim.SGD(model.parameters()), ALGORITHMS["grpo"], prompts, rollout, torch.ones(2, 2)
+        )
+    text = TextSortTask(n_numbers=2, max_value=3, n_heldout=4)
+    with pytest.raises(
+        TypeError, match=r"task must implement .*ProcessRewardTask.*'grpo_process' rewards each position"
+    ):
+        TrainConfig(task=text, algo="grpo_process")
+    with pytest.raises(TypeError, match=r"config.task .*must implement .*ToyTask; TextSortTask lacks \['n_tokens'"):
+        train(TrainConfig(task=text, steps=1, progress=False))
+    with pytest.raises(TypeError, match=r"task must implement .*Task; str lacks"):
+        TrainConfig(task="sorting")  # type: ignore[arg-type]

@@ -30,8 +30,8 @@ import torch.nn.functional as F
 from einops import einsum
 from torch import nn
 
+from minirl.protocols import ToyTask
 from minirl.utils import check_positive_ints
-from toy_envs.sorting import SortingTask
 
 __all__ = ["LearnedReward", "RewardModel", "TinyEncoderDecoder", "encode", "make_model"]
 
@@ -106,8 +106,9 @@ class TinyEncoderDecoder(nn.Module):
         return einsum(decoded, self.embedding, "batch pos dim, vocab dim -> batch pos vocab")
 
 
-def make_model(task: SortingTask, embedding_dim: int = 32, seed: int = 0) -> TinyEncoderDecoder:
-    """A freshly initialised ``TinyEncoderDecoder`` sized for ``task`` (its tokens, prompt and response lengths)."""
+def make_model(task: ToyTask, embedding_dim: int = 32, seed: int = 0) -> TinyEncoderDecoder:
+    """A freshly initialised ``TinyEncoderDecoder`` sized for ``task`` (its ``n_tokens``, ``prompt_length`` and
+    ``response_length``), its weights drawn from a generator seeded with ``seed``."""
     generator = torch.Generator().manual_seed(seed)
     return TinyEncoderDecoder(
         task.n_tokens, embedding_dim, task.prompt_length, task.response_length, generator=generator
@@ -172,7 +173,7 @@ class RewardModel(nn.Module):
     @classmethod
     def from_policy(
         cls,
-        policy: nn.Module,
+        policy: TinyEncoderDecoder,
         response_length: int | None = None,
         hidden_dim: int = 64,
         generator: torch.Generator | None = None,

@@ -5,6 +5,9 @@ The toy model predicts every response position from the prompt alone, so one for
 whole distribution π(· | x) = Π_j softmax(logits_j / T): sampling a group is one multinomial draw, and
 scoring a group is one forward pass and a gather. Its entropy depends on the prompt only, so
 ``score`` returns it as ``[batch, 1, pos]``, one value for the whole group.
+
+A bare toy model becomes a policy with ``as_policy(model)`` (what ``train`` and ``evaluate`` do with one);
+responses sampled outside a policy become a ``Rollout`` with ``ToyPolicy.rollout_from_tokens``.
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from minirl.protocols import Rollout, TokenScores
+from minirl.protocols import Policy, Rollout, TokenScores, require
 from minirl.toy.sampling import gather_log_probs, sample_responses
 
 __all__ = ["ToyPolicy", "as_policy"]
@@ -27,6 +30,8 @@ class ToyPolicy(nn.Module):
         response_length: the response length budget (default: the model's ``response_length``, else
             the number of logit positions).
     """
+
+    cheap_reference = True  # a few thousand weights: a frozen copy for measuring the KL costs nothing
 
     def __init__(self, model: nn.Module, response_length: int | None = None) -> None:
         super().__init__()
@@ -45,7 +50,9 @@ class ToyPolicy(nn.Module):
         logits = self.model(prompts.to(self.device))
         return logits / temperature if temperature != 1.0 else logits
 
-    def _rollout(self, tokens: torch.Tensor) -> Rollout:
+    def rollout_from_tokens(self, tokens: torch.Tensor) -> Rollout:
+        """Responses ``[batch, trial, pos]`` as a ``Rollout``: every position real (a task's EOS mask is the
+        loop's business), the tokens are the answers, the length budget is ``response_length``."""
         length = self.response_length if self.response_length is not None else tokens.shape[-1]
         return Rollout(tokens=tokens, mask=None, answers=tokens.cpu(), max_length=length)
 
@@ -61,12 +68,12 @@ class ToyPolicy(nn.Module):
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0; got {temperature!r}")
         tokens = sample_responses(self.model, prompts.to(self.device), group_size, temperature, generator)
-        return self._rollout(tokens)
+        return self.rollout_from_tokens(tokens)
 
     def greedy(self, prompts: torch.Tensor) -> Rollout:
         """The argmax token at every position: ``[batch, 1, pos]``."""
         with torch.no_grad():
-            return self._rollout(self.logits(prompts).argmax(dim=-1).unsqueeze(1))
+            return self.rollout_from_tokens(self.logits(prompts).argmax(dim=-1).unsqueeze(1))
 
     def score(self, prompts: torch.Tensor, rollout: Rollout, *, temperature: float = 1.0) -> TokenScores:
         """log π(y_j | x) ``[batch, trial, pos]`` and H(π(· | x)_j) ``[batch, 1, pos]``, one forward pass."""
@@ -82,9 +89,11 @@ class ToyPolicy(nn.Module):
         return TokenScores(log_probs=log_probs, entropy=entropy.unsqueeze(1))
 
 
-def as_policy(model: nn.Module, response_length: int | None = None) -> nn.Module:
-    """``model`` itself when it already implements the Policy contract (``sample`` and ``score``), else
-    the model wrapped in a ``ToyPolicy``."""
-    if hasattr(model, "sample") and hasattr(model, "score"):
+def as_policy(model: Policy | nn.Module, response_length: int | None = None) -> Policy:
+    """``model`` itself when it implements ``minirl.protocols.Policy``, else the bare toy model wrapped in a
+    ``ToyPolicy`` (a module with ``sample`` or ``score`` but not the whole contract is an error, not a toy)."""
+    if isinstance(model, Policy):
         return model
+    if hasattr(model, "sample") or hasattr(model, "score"):
+        return require(model, Policy, "model")  # raises, naming what it lacks
     return ToyPolicy(model, response_length)

@@ -11,34 +11,35 @@ itself imports the toy model to build its default policy.)
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from minirl.history import History
-from minirl.toy.model import make_model
+from minirl.protocols import ToyTask
+from minirl.toy.model import TinyEncoderDecoder, make_model
 from minirl.train import evaluate
 from minirl.utils import check_positive_ints, torch_threads
-from toy_envs.sorting import SortingTask
 
 __all__ = ["train_supervised"]
 
 
 def train_supervised(
-    task: SortingTask,
+    task: ToyTask,
     steps: int,
     batch_size: int,
     learning_rate: float = 0.003,
     embedding_dim: int = 32,
     seed: int = 0,
-    demonstrations=None,
+    demonstrations: Callable[[torch.Tensor], torch.Tensor] | None = None,
     progress: bool = False,
     *,
     eval_every: int = 0,
     eval_prompts: int = 1000,
     label: str = "supervised",
-) -> tuple[torch.nn.Module, History]:
+) -> tuple[TinyEncoderDecoder, History]:
     """Supervised fine-tuning: cross-entropy on the sorted answer, L = −Σ_j log π(sort(x)_j | x).
 
     ``demonstrations`` (optional) is a function ``(prompts) -> responses[batch, pos]`` giving the
@@ -51,35 +52,6 @@ def train_supervised(
     check_positive_ints(steps=steps, batch_size=batch_size, eval_prompts=eval_prompts)
     if eval_every < 0:
         raise ValueError(f"eval_every must be >= 0 (0 = only at the end); got {eval_every}")
-    with torch_threads(1):
-        return _train_supervised(
-            task,
-            steps,
-            batch_size,
-            learning_rate,
-            embedding_dim,
-            seed,
-            demonstrations,
-            progress,
-            eval_every,
-            eval_prompts,
-            label,
-        )
-
-
-def _train_supervised(
-    task,
-    steps,
-    batch_size,
-    learning_rate,
-    embedding_dim,
-    seed,
-    demonstrations,
-    progress,
-    eval_every,
-    eval_prompts,
-    label,
-):
     generator = torch.Generator().manual_seed(seed)
     model = make_model(task, embedding_dim, seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
@@ -92,17 +64,18 @@ def _train_supervised(
             step=step, wall_time=time.perf_counter() - start, **evaluate(model, task, eval_prompts, held_out)
         )
 
-    if eval_every:
-        run_eval(0)
-    for step in tqdm(range(1, steps + 1), desc=f"supervised seed {seed}", disable=not progress, leave=False):
-        prompts = task.sample_prompts(batch_size, generator)
-        targets = task.sorted_responses(prompts) if demonstrations is None else demonstrations(prompts)
-        logits = model(prompts)  # [batch, pos, vocab]
-        loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        history.log(step=step, loss=loss.item(), wall_time=time.perf_counter() - start)
-        if (eval_every and step % eval_every == 0) or step == steps:
-            run_eval(step)
+    with torch_threads(1):  # a tiny model: more threads only synchronise (``torch_threads``)
+        if eval_every:
+            run_eval(0)
+        for step in tqdm(range(1, steps + 1), desc=f"supervised seed {seed}", disable=not progress, leave=False):
+            prompts = task.sample_prompts(batch_size, generator)
+            targets = task.sorted_responses(prompts) if demonstrations is None else demonstrations(prompts)
+            logits = model(prompts)  # [batch, pos, vocab]
+            loss = F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            history.log(step=step, loss=loss.item(), wall_time=time.perf_counter() - start)
+            if (eval_every and step % eval_every == 0) or step == steps:
+                run_eval(step)
     return model, history
