@@ -482,16 +482,16 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise SystemExit("minirl: --seeds must be >= 1")
     if args.trl:
-        from minirl.bench_trl import run_trl_benchmark
+        from minirl.bench.trl import run_trl_benchmark
 
         return run_trl_benchmark(quick=args.quick, seeds=args.seeds, save=_save_name(args.save, "bench_trl"))
     if args.lm:
-        from minirl.bench_lm import run_lm_benchmark
+        from minirl.bench.lm import run_lm_benchmark
 
         return run_lm_benchmark(
             quick=args.quick, seeds=args.seeds, minutes=args.minutes, save=_save_name(args.save, "bench_lm")
         )
-    from minirl.bench import run_benchmark
+    from minirl.bench.toy import run_benchmark
 
     return run_benchmark(quick=args.quick, seeds=args.seeds, save=_save_name(args.save, "bench"))
 

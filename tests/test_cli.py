@@ -109,7 +109,7 @@ def test_unknown_algorithm_is_a_clear_error():
 
 
 def test_bench_quick_runs(capsys, monkeypatch):
-    import minirl.bench as bench
+    import minirl.bench.toy as bench
 
     monkeypatch.setattr(bench, "LARGE_STEPS", 20)
     assert main(["bench", "--quick", "--seeds", "1"]) == 0

@@ -19,10 +19,10 @@ import time
 import numpy as np
 import torch
 
+from minirl import TrainConfig, train, train_supervised
 from minirl.algorithms import ALGORITHMS
 from minirl.history import History
 from minirl.results import Record
-from minirl.train import TrainConfig, train, train_supervised
 from toy_envs.sorting import SortingTask
 
 __all__ = ["run_benchmark"]
