@@ -330,8 +330,10 @@ def policy_update(
         rollout: the responses sampled from π_old: their tokens ``[batch, trial, pos]``, the mask of real
             tokens and the length budget (``max_length`` of the ``"constant"`` aggregation).
         advantages: ``[batch, trial]`` (or ``[batch, trial, pos]`` for a process reward).
-        old_log_probs: log π_old of the sampled tokens ``[batch, trial, pos]``; None = π_old is the current
-            policy (ratio ≡ 1 at the first inner step); ignored when ``algo.importance_ratio`` is False.
+        old_log_probs: log π_old of the sampled tokens ``[batch, trial, pos]``. None: π_old is the policy as
+            it is on entry (it sampled the rollout), scored at the first inner step, before any update, and
+            held for the later ones: no forward pass of its own. Ignored when ``algo.importance_ratio`` is
+            False (the loss is then −log π_θ · Δ at every step: ρ ≡ 1).
         ref_log_probs: log π_ref of the sampled tokens, for the KL penalty (as in ``policy_loss``).
         temperature: the sampling temperature (the loss scores the same tempered policy).
         measure_kl_old: after the last inner step, score the responses once more (no gradient) and return
@@ -355,16 +357,16 @@ def policy_update(
             "n_prompts": rollout.batch_size,
         }
     limit = max_grad_norm if max_grad_norm is not None else float("inf")
-    sampler_log_probs = []  # log π_old of every slice, as scored at the first inner step (θ = θ_old then)
+    olds: list[torch.Tensor] = []  # log π_old of each slice: given, or scored at the first inner step (θ = θ_old)
     for epoch in range(algo.inner_epochs):
         optimizer.zero_grad(set_to_none=True)
         parts, entropies = [], []
-        for rows in slices:
+        for i, rows in enumerate(slices):
             part_mask = None if mask is None else mask[rows]
             scores = policy.score(select_prompts(prompts, rows), rollout.rows(rows), temperature=temperature)
-            old = scores.log_probs.detach() if old_log_probs is None else old_log_probs[rows]
-            if epoch == 0 and measure_kl_old:
-                sampler_log_probs.append(old)
+            if epoch == 0:
+                olds.append(scores.log_probs.detach() if old_log_probs is None else old_log_probs[rows])
+            old = olds[i] if algo.importance_ratio else scores.log_probs.detach()
             loss, metrics = policy_loss(
                 scores.log_probs,
                 old,
@@ -389,7 +391,7 @@ def policy_update(
         optimizer.step()
     out = {**_weighted(parts), "grad_norm": grad_norm, "entropy": entropy}
     if measure_kl_old:
-        old = torch.cat(sampler_log_probs) if len(sampler_log_probs) > 1 else sampler_log_probs[0]
+        old = torch.cat(olds) if len(olds) > 1 else olds[0]
         new = rollout_log_probs(policy, prompts, rollout, temperature, micro_batch_size)
         per_token = kl_estimate(old, new, "k3", max_log_ratio=20.0)  # samples from π_old: KL(π_old ‖ π_θ)
         out["kl_old"] = float(
@@ -501,13 +503,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
         gen_seconds = time.perf_counter() - step_start
         rewards = task.rewards(prompts, rollout.answers).to(device)  # [batch, trial]
         advantages = _advantages(task, algo, prompts, rollout.answers, rewards)
-        # π_old is the sampler, frozen. With one inner epoch it is π_θ itself: its log-probs are the current
-        # ones, detached, and need no forward pass of their own.
-        old_log_probs = (
-            rollout_log_probs(policy, prompts, rollout, **score_kw)
-            if algo.importance_ratio and algo.inner_epochs > 1
-            else None
-        )
+        # π_old is the sampler, frozen: policy_update scores it at its first inner step, before any update
         ref_log_probs = rollout_log_probs(ref_policy, prompts, rollout, **score_kw) if ref_policy else None
 
         update = policy_update(
@@ -517,7 +513,6 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
             prompts,
             rollout,
             advantages,
-            old_log_probs=old_log_probs,
             ref_log_probs=ref_log_probs,
             max_grad_norm=cfg.max_grad_norm,
             measure_kl_old=measure_kl,

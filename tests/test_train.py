@@ -223,6 +223,27 @@ def test_policy_update_is_the_loops_inner_step():
     assert out["ratio_mean"] != 1.0  # metrics are those of the last inner step, after the first moved π_θ
 
 
+def test_policy_update_scores_pi_old_at_its_first_inner_step():
+    """Without old_log_probs, π_old is scored before the first update and held for the later inner steps: the
+    very update that passing it gives, bit for bit, and the ratio (so the clip) acts from the second step on."""
+    from minirl import ToyPolicy, compute_deltas, make_model, policy_update, rollout_log_probs
+
+    prompts = TASK.sample_prompts(16, torch.Generator().manual_seed(0))
+    algo = ALGORITHMS["clipped"]  # 4 inner steps, ε = 0.2
+    runs = []
+    for given in (True, False):
+        policy = ToyPolicy(make_model(TASK, seed=0))
+        rollout = policy.sample(prompts, 4, temperature=1.0, generator=torch.Generator().manual_seed(1))
+        advantages = compute_deltas(TASK.rewards(prompts, rollout.tokens), "normalized_rewards")
+        old = rollout_log_probs(policy, prompts, rollout) if given else None
+        optimizer = torch.optim.Adam(policy.parameters(), lr=0.1)
+        metrics = policy_update(policy, optimizer, algo, prompts, rollout, advantages, old_log_probs=old)
+        runs.append((metrics, torch.cat([p.detach().flatten() for p in policy.parameters()])))
+    (given_metrics, given_weights), (own_metrics, own_weights) = runs
+    assert own_metrics == given_metrics and torch.equal(own_weights, given_weights)
+    assert own_metrics["ratio_max"] > 1.2 and own_metrics["clip_frac_low"] + own_metrics["clip_frac_high"] > 0
+
+
 def test_kl_old_is_k3_between_the_sampler_and_the_updated_policy():
     from minirl import ToyPolicy, compute_log_probs, make_model, policy_update
 
