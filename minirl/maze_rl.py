@@ -50,7 +50,7 @@ Both models are tables, as small as the problem: ``MazePolicy`` holds one row of
 cell, ``ValueModel`` one value per (steps left, cell).  So ``expected_returns(maze,
 policy.probs())`` gives the exact expected return of the learned policy at every step.
 
-Shapes: every per-step tensor of a ``Rollout`` is ``[episode, time]`` with time = max_steps.
+Shapes: every per-step tensor of an ``EpisodeBatch`` is ``[episode, time]`` with time = max_steps.
 """
 
 from __future__ import annotations
@@ -67,14 +67,14 @@ from tqdm.auto import tqdm
 from minirl.advantages import compute_gae, discounted_returns
 from minirl.history import History
 from minirl.losses import policy_loss
-from minirl.utils import check_positive_ints, one_thread
+from minirl.utils import check_positive_ints, torch_threads
 from toy_envs.maze import Maze, expected_returns
 
 __all__ = [
     "MAZE_ALGORITHMS",
+    "EpisodeBatch",
     "MazePolicy",
     "MazeTrainConfig",
-    "Rollout",
     "ValueModel",
     "episodes_to_solve",
     "exact_return",
@@ -159,7 +159,7 @@ class ValueModel(nn.Module):
 
 
 @dataclass
-class Rollout:
+class EpisodeBatch:
     """A batch of episodes from the start, every per-step tensor ``[episode, time]``, time = max_steps.
 
     Attributes:
@@ -192,7 +192,7 @@ class Rollout:
 
 
 @torch.no_grad()
-def rollout(maze: Maze, policy: MazePolicy, n_episodes: int, generator: torch.Generator | None = None) -> Rollout:
+def rollout(maze: Maze, policy: MazePolicy, n_episodes: int, generator: torch.Generator | None = None) -> EpisodeBatch:
     """Play ``n_episodes`` episodes from the start with ``policy``, all at once (a loop over time only).
 
     Same dynamics as ``Maze.step``: a move goes to ``maze.next_cell_table[cell, action]``,
@@ -221,7 +221,7 @@ def rollout(maze: Maze, policy: MazePolicy, n_episodes: int, generator: torch.Ge
         cell = nxt
     dones_t = torch.stack(dones, dim=1)  # [episode, time]
     rewards = dones_t * maze.goal_reward
-    return Rollout(
+    return EpisodeBatch(
         cells=torch.stack(cells, dim=1),
         steps_left=torch.arange(horizon, 0, -1).repeat(n_episodes, 1),
         actions=torch.stack(actions, dim=1),
@@ -348,7 +348,7 @@ def leave_one_out_baseline(returns_to_go: torch.Tensor, mask: torch.Tensor) -> t
 
 
 def maze_advantages(
-    batch: Rollout, method: str, gamma: float = 1.0, lam: float = 0.95, value_model: ValueModel | None = None
+    batch: EpisodeBatch, method: str, gamma: float = 1.0, lam: float = 0.95, value_model: ValueModel | None = None
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """Ψ_t for ``method``: returns (advantages, value targets or None), both ``[episode, time]``, 0 on padding.
 
@@ -383,7 +383,7 @@ def _normalize(adv: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 
 
 def surrogate_loss(
-    policy: MazePolicy, batch: Rollout, advantages: torch.Tensor, clip_eps: float | None = None
+    policy: MazePolicy, batch: EpisodeBatch, advantages: torch.Tensor, clip_eps: float | None = None
 ) -> tuple[torch.Tensor, dict[str, float]]:
     """``policy_loss`` on episodes: log-probs, advantages and mask ``[episode, time]`` are viewed as
     ``[episode, 1, time]`` (one "response" per episode).
@@ -403,7 +403,7 @@ def surrogate_loss(
     )
 
 
-def value_loss(value_model: ValueModel, batch: Rollout, targets: torch.Tensor) -> torch.Tensor:
+def value_loss(value_model: ValueModel, batch: EpisodeBatch, targets: torch.Tensor) -> torch.Tensor:
     """L_V = mean over real moves of ½ (V_φ(s_t, k_t) − Ĝ_t)², targets Ĝ ``[episode, time]``."""
     error = value_model(batch.cells, batch.steps_left) - targets
     return 0.5 * (error**2 * batch.mask).sum() / batch.mask.sum().clamp(min=1.0)
@@ -429,7 +429,7 @@ def train_maze(config: MazeTrainConfig) -> tuple[MazePolicy, ValueModel | None, 
     ``wall_time``.  Evaluations (every ``eval_every`` steps and at the end): ``step``,
     ``episodes``, ``greedy_success`` and ``exact_return``.
     """
-    with one_thread():
+    with torch_threads(1):
         return _train(config)
 
 

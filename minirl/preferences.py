@@ -40,7 +40,7 @@ from minirl.history import History
 from minirl.losses import bradley_terry_loss
 from minirl.toy.model import RewardModel
 from minirl.toy.sampling import compute_log_probs, sample_responses
-from minirl.utils import check_positive_ints, one_thread
+from minirl.utils import check_positive_ints, torch_threads
 
 __all__ = [
     "PreferencePairs",
@@ -318,7 +318,7 @@ def train_reward_model(
             val_true_accuracy=pairwise_accuracy(model, val_true),
         )
 
-    with one_thread():
+    with torch_threads(1):
         if eval_every:
             run_eval(0)
         for epoch in tqdm(range(1, epochs + 1), desc=f"reward model seed {seed}", disable=not progress, leave=False):

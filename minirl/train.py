@@ -187,7 +187,7 @@ def evaluate(
     task: Task,
     n_prompts: int = 1000,
     generator: torch.Generator | None = None,
-    device: str | None = None,
+    *,
     sampled: bool = True,
 ) -> dict[str, float]:
     """Greedy (and sampled, T = 1) quality on evaluation prompts: the task's held-out ``eval_prompts`` when it
@@ -201,7 +201,7 @@ def evaluate(
     When the task holds out whole answers (a text task's ``n_unseen_answers``), also ``unseen_greedy_exact``
     and ``unseen_greedy_format``: greedy accuracy on (at most ``n_prompts`` of) the problems whose answer
     never occurs in training.
-    ``model`` is a policy or a bare toy model; ``device`` is unused (the policy moves prompts to its own).
+    ``model`` is a policy or a bare toy model (the policy moves the prompts to its own device).
     """
     policy = as_policy(model)
     generator = generator if generator is not None else torch.Generator().manual_seed(12345)

@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 import torch
 
-__all__ = ["check_positive_ints", "one_thread", "torch_threads"]
+__all__ = ["check_positive_ints", "torch_threads"]
 
 
 @contextmanager
@@ -28,12 +28,6 @@ def torch_threads(n: int | None = 1) -> Iterator[None]:
         yield
     finally:
         torch.set_num_threads(previous)
-
-
-def one_thread():
-    """``torch_threads(1)``: run torch on one CPU thread, then restore the thread count (flushing denormals
-    stays on, as in ``torch_threads``)."""
-    return torch_threads(1)
 
 
 def check_positive_ints(**values: object) -> None:

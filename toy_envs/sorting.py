@@ -161,10 +161,6 @@ class SortingTask:
             raise TypeError(f"reward must be a reward name or a callable; got {type(self.reward).__name__}")
 
     @property
-    def reward_name(self) -> str:
-        return self.reward if isinstance(self.reward, str) else getattr(self.reward, "__name__", "custom")
-
-    @property
     def max_reward(self) -> float:
         """The largest reward a response can get (that of the sorted prompt)."""
         if self.reward == "sort_distance":
