@@ -272,9 +272,11 @@ def policy_loss(
 
     with torch.no_grad():
         n_real = mask.sum().clamp(min=1.0)
-        low = 1.0 - clip_eps_low if clip_eps_low is not None else -float("inf")
-        eps_high = clip_eps_low if clip_eps_high is None else clip_eps_high
-        high = 1.0 + eps_high if clip_eps_low is not None else float("inf")
+        if clip_eps_low is None:  # no clipping
+            low, high = -float("inf"), float("inf")
+        else:
+            low = 1.0 - clip_eps_low
+            high = 1.0 + (clip_eps_low if clip_eps_high is None else clip_eps_high)
         clipped_low = ((ratio < low) & (adv < 0)).to(mask.dtype) * mask
         clipped_high = ((ratio > high) & (adv > 0)).to(mask.dtype) * mask
         metrics = {

@@ -105,6 +105,8 @@ class MazePolicy(nn.Module):
     every row is a proper distribution.
     """
 
+    allowed: torch.Tensor  # [n_cells, 4] bool: the permitted moves (every move from a wall cell), a buffer
+
     def __init__(self, maze: Maze) -> None:
         super().__init__()
         permitted = torch.tensor(maze.permitted_mask())
@@ -458,7 +460,7 @@ def _train(cfg: MazeTrainConfig) -> tuple[MazePolicy, ValueModel | None, History
         for _ in range(cfg.ppo_epochs if cfg.method == "ppo" else 1):  # π_old = the sampler, fixed
             loss, metrics = surrogate_loss(policy, batch, adv, clip_eps)
             _gradient_step(policy_opt, loss)
-            if value_model is not None:
+            if value_model is not None and value_opt is not None and targets is not None:  # PPO's value model
                 v_loss = value_loss(value_model, batch, targets)
                 _gradient_step(value_opt, v_loss)
         with torch.no_grad():

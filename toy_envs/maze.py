@@ -394,8 +394,8 @@ class Maze(gym.Env):
 
     # --- gymnasium API -----------------------------------------------------------------------
 
-    def _info(self) -> dict[str, Any]:
-        return {"action_mask": self.action_mask(self._cell), "steps_left": self._steps_left}
+    def _info(self, cell: int) -> dict[str, Any]:
+        return {"action_mask": self.action_mask(cell), "steps_left": self._steps_left}
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[int, dict]:
         """Put the agent on the start with the full budget.  Returns ``(cell, info)``.
@@ -406,7 +406,7 @@ class Maze(gym.Env):
         self._cell = self.start
         self._steps_left = self.max_steps
         self._episode_over = False
-        return self._cell, self._info()
+        return self._cell, self._info(self._cell)
 
     def step(self, action: int) -> tuple[int, float, bool, bool, dict]:
         """Move once.  Returns ``(cell, reward, terminated, truncated, info)``.
@@ -424,7 +424,7 @@ class Maze(gym.Env):
         truncated = not terminated and self._steps_left == 0
         self._episode_over = terminated or truncated
         reward = self.goal_reward if terminated else 0.0
-        return self._cell, reward, terminated, truncated, self._info()
+        return self._cell, reward, terminated, truncated, self._info(self._cell)
 
     def render(self) -> np.ndarray | None:
         """With ``render_mode="rgb_array"``: the picture as a ``uint8 [H, W, 3]`` array."""

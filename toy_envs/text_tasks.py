@@ -158,6 +158,40 @@ class _TextTask:
     system: str | None
     n_unseen_answers: int
 
+    # set once by ``_setup`` (with ``object.__setattr__``: the subclasses are frozen)
+    _heldout: torch.Tensor  # LongTensor[n_heldout]: the held-out problems, in eval order
+    _unseen: torch.Tensor  # LongTensor[m]: the problems with a held-out answer, in eval order
+    _shifted: torch.Tensor  # the sorted left-out problem indices minus their rank (``_train_index``)
+    _preamble: tuple[dict, ...]  # the chat before every question
+
+    # -- what a subclass defines (see above) ------------------------------------------------------
+
+    @property
+    def n_problems(self) -> int:
+        raise NotImplementedError
+
+    @property
+    def answer_size(self) -> int:
+        raise NotImplementedError
+
+    def _decode(self, indices: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
+    def question(self, numbers: Sequence[int]) -> str:
+        raise NotImplementedError
+
+    def solution(self, numbers: Sequence[int]) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def _format_answer(self, solution: tuple[int, ...]) -> str:
+        raise NotImplementedError
+
+    def parse_answer(self, text: str) -> tuple[int, ...] | None:
+        raise NotImplementedError
+
+    def _answer_ids(self, problems: torch.Tensor) -> torch.Tensor:
+        raise NotImplementedError
+
     # -- set-up -----------------------------------------------------------------------------------
 
     def _setup(self) -> None:

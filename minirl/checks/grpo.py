@@ -189,7 +189,7 @@ AGG_SHORT_CONSTANT = 12.0 / 10.0  # (6 + 6) / (2 responses · 5 positions)
 
 def _aggregate_mistakes(
     x: torch.Tensor, m: torch.Tensor, aggregation: str, max_length: int | None
-) -> list[tuple[torch.Tensor, str]]:
+) -> list[tuple[torch.Tensor | None, str]]:
     masked = x * m
     n_seq = x.shape[0] * x.shape[1]
     lengths = m.sum(-1).clamp(min=1)

@@ -168,7 +168,9 @@ def _zeroed_at_end(rewards: torch.Tensor, dones: torch.Tensor, gamma: float) -> 
     return out
 
 
-def _returns_mistakes(rewards: torch.Tensor, dones: torch.Tensor, gamma: float) -> list[tuple[torch.Tensor, str]]:
+def _returns_mistakes(
+    rewards: torch.Tensor, dones: torch.Tensor, gamma: float
+) -> list[tuple[torch.Tensor | None, str]]:
     T = rewards.shape[-1]
     steps = torch.arange(T, dtype=rewards.dtype)
     # the discount counted from the start of the row: sum_{t' >= t} gamma^{t'} r_{t'}
@@ -534,7 +536,7 @@ def _gae_variant(
     return _backward_scan(deltas, lambda t: factor * (not_done[..., t] if recursion_done else 1.0))
 
 
-def _gae_mistakes(rewards, values, next_values, dones, gamma, lam) -> list[tuple[torch.Tensor, str]]:
+def _gae_mistakes(rewards, values, next_values, dones, gamma, lam) -> list[tuple[torch.Tensor | None, str]]:
     args = (rewards, values, next_values, dones, gamma, lam)
     recursion = "A_t = δ_t + γ λ (1 − done_t) A_{t+1}"
     delta = "δ_t = r_t + γ (1 − done_t) V(s_{t+1}) − V(s_t)"
@@ -602,7 +604,13 @@ def _gae_mistakes(rewards, values, next_values, dones, gamma, lam) -> list[tuple
 
 
 def _check_gae_case(
-    c: Check, fn: Callable, inputs: tuple[torch.Tensor, ...], gamma: float, lam: float, want: torch.Tensor, what: str
+    c: Check,
+    fn: Callable,
+    inputs: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],  # rewards, values, next_values, dones
+    gamma: float,
+    lam: float,
+    want: torch.Tensor,
+    what: str,
 ) -> None:
     copies = tuple(x.clone() for x in inputs)
     got = c.call(fn, *copies, gamma, lam, call=what, hints=_LAST_AXIS_HINTS)
@@ -641,7 +649,7 @@ def check_compute_gae(c: Check, fn: Callable) -> None:
     of next_values[t], gamma and lam swapped, the recursion along the first axis, and returning the
     value targets A + V."""
     for rewards, values, next_values, dones, gamma, lam, want in GAE_HAND_CASES:  # hand-worked first: readable
-        inputs = tuple(torch.tensor(x) for x in (rewards, values, next_values, dones))
+        inputs = (torch.tensor(rewards), torch.tensor(values), torch.tensor(next_values), torch.tensor(dones))
         with c.worked_example():
             _check_gae_case(
                 c,
