@@ -2,12 +2,13 @@
 
 The public API, in the order the course meets it:
 
-- the sorting policy: ``TinyEncoderDecoder``, ``sample_responses``, ``compute_log_probs``
+- the sorting policy (``minirl.toy``): ``TinyEncoderDecoder`` (``make_model``), ``sample_responses``,
+  ``compute_log_probs``; the supervised baseline ``train_supervised``
 - the ladder: ``compute_deltas``, ``compute_loss``; groups that teach nothing: ``zero_variance_fraction``
 - the general loss: ``policy_loss``, ``kl_estimate``, ``aggregate``
 - presets and the loop: ``ALGORITHMS``, ``AlgoConfig``, ``TrainConfig``, ``train`` (its inner
-  update ``policy_update``), ``evaluate``; the contracts it is written against: ``Policy``, ``Task``,
-  ``Rollout`` (``minirl.protocols``), the toy model as a policy: ``ToyPolicy``
+  update ``policy_update``), ``evaluate``; the contracts it checks: ``Policy``, ``Task`` (and the optional
+  capabilities of ``minirl.protocols``), ``Rollout``; the toy model as a policy: ``ToyPolicy``
 - a real language model: ``minirl.lm`` (``load_policy``, ``CausalLMPolicy``), ``sft_loss``
 - curves: ``History``, ``plot_reward_curves``
 - preferences: ``bradley_terry_loss``, ``RewardModel``, ``train_reward_model``, ``dpo_loss`` on

@@ -5,13 +5,16 @@ Each step, exactly as the textbook algorithm reads:
     1. sample a batch of prompts x                                             [batch]
     2. π_old ← π_θ; sample a group of G responses per prompt from π_old       [batch, trial, pos]
     3. score them: rewards r, then advantages Δ (compute_deltas)               [batch, trial]
-    4. for inner_epochs: take a gradient step on policy_loss(π_θ, π_old, Δ, π_ref)
+    4. for inner_epochs: take a gradient step on policy_loss(π_θ, π_old, Δ, π_ref)   (policy_update)
     5. every ref_refresh_every steps: π_ref ← π_θ
+    6. log what the step measured                                              (step_metrics)
 
 The algorithm (``AlgoConfig``) only chooses knobs; there is no per-algorithm branch. The policy and the
 task are reached only through their contracts (``minirl.protocols``): the same loop trains the toy
 encoder-decoder on token tensors (``ToyPolicy``) and a HuggingFace causal language model on text
-(``minirl.lm.CausalLMPolicy``). When responses have different lengths, the rollout's mask (or the task's
+(``minirl.lm.CausalLMPolicy``), with no branch on which. What only some tasks offer (a process reward, a
+format check, held-out prompts) is a capability the loop uses when ``isinstance`` says the task has it.
+When responses have different lengths, the rollout's mask (or the task's
 ``response_mask``) reaches the loss: it counts only real tokens and aggregates them with the algorithm's
 ``aggregation`` (this is where ``sequence_mean``, ``token_mean`` and ``constant`` differ).
 
@@ -149,9 +152,9 @@ class TrainConfig:
                 f"algorithm {self.algo.name!r} compares responses within a group: group_size "
                 f"must be >= 2; got {self.group_size}"
             )
+        require(self.task, Task, "task")
         if self.algo.advantage_level == "token":
             require(self.task, ProcessRewardTask, "task", hint=f"algorithm {self.algo.name!r} rewards each position")
-        require(self.task, Task, "task")
 
 
 def response_mask(task: Task, responses: torch.Tensor) -> torch.Tensor | None:
