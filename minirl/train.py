@@ -29,7 +29,7 @@ import copy
 import math
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar, overload
 
 import torch
 from tqdm.auto import tqdm
@@ -51,7 +51,7 @@ from minirl.protocols import (
     require,
     select_prompts,
 )
-from minirl.toy.model import make_model
+from minirl.toy.model import TinyEncoderDecoder, make_model
 from minirl.toy.policy import as_policy
 from minirl.utils import check_positive_ints, torch_threads
 from toy_envs.sorting import SortingTask
@@ -441,11 +441,23 @@ def step_metrics(
     return metrics
 
 
+ModelT = TypeVar("ModelT", bound=torch.nn.Module)
+
+
+@overload
+def train(config: TrainConfig, model: None = None) -> tuple[TinyEncoderDecoder, History]: ...
+
+
+@overload
+def train(config: TrainConfig, model: ModelT) -> tuple[ModelT, History]: ...
+
+
 def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[torch.nn.Module, History]:
     """Train a policy on ``config.task`` with ``config.algo``; returns (model, History).
 
     ``model``: a ``minirl.protocols.Policy`` (e.g. ``minirl.lm.load_policy(...)``), a bare toy model, or None
-    (a new ``TinyEncoderDecoder`` sized for the task). The toy model comes back as the bare model.
+    (a new ``TinyEncoderDecoder`` sized for the task, which needs a ``ToyTask``). It comes back as given (a
+    bare toy model trained through a ``ToyPolicy`` wrapper comes back bare).
 
     History records per step: ``reward`` (mean over the batch), ``exact_match`` (fraction of sampled
     responses the task calls correct), ``format_rate`` (when the task checks the answer's form), ``loss``,
