@@ -248,7 +248,7 @@ def lm_smollm2_cpu() -> str:
     ]
     met = summary["after"]["mean"] >= 0.9 and all(r["train_seconds"] <= 1200 for r in runs)
     out = [
-        f'The CPU recipe (`RUN_DEFAULTS["pretrained"]`: {settings["prompts_per_step"]} prompts × '
+        f'The CPU recipe (`RECIPES["pretrained"]`: {settings["prompts_per_step"]} prompts × '
         f"{settings['group_size']} responses a step, the top {settings['trainable_layers']} of 30 blocks training, "
         f"no KL term, learning rate {settings['learning_rate']:g} with a cosine decay over {runs[0]['steps']} "
         f"steps), over {len(runs)} seeds. Held-out greedy accuracy on {settings['eval_prompts']} held-out problems "
@@ -340,7 +340,7 @@ def lm_tiny() -> str:
     met = summary["after"]["mean"] >= 0.95
     return "\n".join(
         [
-            f'The tiny model (under a million parameters, built here) with its recipe (`RUN_DEFAULTS["tiny"]`): '
+            f'The tiny model (under a million parameters, built here) with its recipe (`RECIPES["tiny"]`): '
             f"{s['sft_steps']} supervised steps, then {runs[0]['steps']} GRPO steps of {s['prompts_per_step']} "
             f"prompts × {s['group_size']} responses (learning rate {s['learning_rate']:g}, KL {s['kl_coef']:g}), one "
             f"process and one torch thread per seed, as many seeds at once as there are cores (a seed that ran alone "
@@ -374,7 +374,7 @@ def lm_smollm2_gpu() -> str:
     r = data["figures"]["recipe"]
     sixty = data["figures"]["recipe_60_steps"]
     out = [
-        f'The GPU recipe (`RUN_DEFAULTS["pretrained-cuda"]`: {r["samples_per_step"]} a step, every weight '
+        f'The GPU recipe (`RECIPES["pretrained-cuda"]`: {r["samples_per_step"]} a step, every weight '
         f"training, KL {r['kl_coef']:g}, learning rate {r['learning_rate']:g}, {r['steps']} steps; float32 weights, "
         f"bfloat16 autocast), seed 0, {r['held_out_prompts']} held-out problems:",
         "",
@@ -491,11 +491,13 @@ def notebooks() -> str:
     for number, name in NOTEBOOK_NAMES.items():
         full = _load(f"notebook_{number}_full_cpu")
         fast_s = (fast or {}).get("figures", {}).get(name)
+        load = (full or {}).get("load", {}).get("others_busy")
         rows.append(
             [
                 f"`{name}`",
                 _seconds(fast_s) if fast_s is not None else "not measured",
                 _seconds(full["duration_s"]) if full else "not measured",
+                "n/a" if load is None else pct(load, 0),
                 f"`results/notebook_{number}_full_cpu.json`" if full else "",
             ]
         )
@@ -505,6 +507,7 @@ def notebooks() -> str:
                 "notebook",
                 "fast mode (`MINIRL_FAST=1`, as stored and tested)",
                 "full mode, 2 CPU cores",
+                "other jobs' share of the cores then",
                 "full-mode figures",
             ],
             rows,
