@@ -14,7 +14,7 @@ from minirl.checks import (
     check_sequence_ratio,
     reference_sequence_ratio,
 )
-from minirl.checks import grpo as grpo_checks
+from minirl.checks import nb05_grpo as grpo_checks
 
 # ---- kl_estimate -----------------------------------------------------------------------------------
 

@@ -468,7 +468,7 @@ def test_compute_loss_mistakes(wrong, keywords, capsys):
 
 
 def test_compute_loss_probe_constants_match_the_reference():
-    from minirl.checks.ladder import PROBE_DELTAS, PROBE_LOG_PROBS, PROBE_LOSS, PROBE_RATIOS
+    from minirl.checks.nb04_ladder import PROBE_DELTAS, PROBE_LOG_PROBS, PROBE_LOSS, PROBE_RATIOS
 
     lp = torch.tensor(PROBE_LOG_PROBS)
     old = lp - torch.tensor(PROBE_RATIOS).log()
@@ -491,14 +491,16 @@ def test_compute_loss_exp_of_ratio_forms_accepted(capsys):
 
 
 def test_hand_constants_match_the_references():
-    from minirl.checks import ladder
+    from minirl.checks import nb03_sorting, nb04_ladder
 
-    r = torch.tensor(ladder.DELTA_REWARDS)
-    torch.testing.assert_close(minirl.compute_deltas(r, "centered_rewards"), torch.tensor(ladder.DELTA_CENTERED))
-    torch.testing.assert_close(minirl.compute_deltas(r, "normalized_rewards"), torch.tensor(ladder.DELTA_NORMALIZED))
-    for p, resp, want in ladder.SORT_DISTANCE_CASES:
+    r = torch.tensor(nb04_ladder.DELTA_REWARDS)
+    torch.testing.assert_close(minirl.compute_deltas(r, "centered_rewards"), torch.tensor(nb04_ladder.DELTA_CENTERED))
+    torch.testing.assert_close(
+        minirl.compute_deltas(r, "normalized_rewards"), torch.tensor(nb04_ladder.DELTA_NORMALIZED)
+    )
+    for p, resp, want in nb03_sorting.SORT_DISTANCE_CASES:
         assert sort_distance_reward(p, resp) == want
-    for p, resp, want in ladder.INCLUSION_ORDERING_CASES:
+    for p, resp, want in nb03_sorting.INCLUSION_ORDERING_CASES:
         assert sort_inclusion_ordering_reward(p, resp) == want
 
 
@@ -590,9 +592,9 @@ def test_more_reward_mistakes(check, wrong, keywords, capsys):
 
 
 def test_the_multiset_case_separates_set_from_counter():
-    from minirl.checks import ladder
+    from minirl.checks import nb03_sorting
 
-    p, r, want = ladder.INCLUSION_ORDERING_CASES[-1]
+    p, r, want = nb03_sorting.INCLUSION_ORDERING_CASES[-1]
     assert (p, r, want) == ([2, 2, 5], [2, 2, 0], 3.0)
     assert sum(x in r for x in set(p)) == 1 and sum((Counter(p) & Counter(r)).values()) == 2
 
@@ -673,9 +675,10 @@ def test_more_ladder_mistakes(check, wrong, keywords, capsys):
 
 def test_the_wide_clipped_case_has_ratios_below_epsilon_with_negative_deltas():
     """Where clamp(ε, 1 + ε) and clamp(max=1 + ε) differ: ρ < ε = 0.2 with Δ < 0."""
-    from minirl.checks import ladder
+    from minirl.checks import nb04_ladder
+    from minirl.checks._core import seeded_generator
 
-    gen = ladder._generator(7)
+    gen = seeded_generator(nb04_ladder.SEED, 7)
     lp = torch.randn(3, 4, 5, generator=gen).log_softmax(-1)
     old = lp + 1.2 * torch.randn(3, 4, 5, generator=gen)
     d = minirl.compute_deltas(torch.randn(3, 4, generator=gen), "normalized_rewards")

@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from check_helpers import caught, run
 
 from minirl.checks import check_completion_log_probs, check_first_eos_mask, check_parse_answer, reference_parse_answer
-from minirl.checks import lm as lm_checks
+from minirl.checks import nb07_lm as lm_checks
 from minirl.lm import completion_log_probs, first_eos_mask
 
 # ---- first_eos_mask ------------------------------------------------------------------------------------

@@ -16,8 +16,8 @@ from minirl.checks import (
     reference_reinforce_loss,
     use_reference,
 )
-from minirl.checks import maze_pg as maze_pg_checks
-from minirl.checks.maze_pg import GAE_HAND_CASES, LOSS_HAND_VALUE, RETURNS_HAND_CASES
+from minirl.checks import nb02_maze_pg as maze_pg_checks
+from minirl.checks.nb02_maze_pg import GAE_HAND_CASES, LOSS_HAND_VALUE, RETURNS_HAND_CASES
 from minirl.losses import policy_loss
 
 

@@ -9,8 +9,8 @@ import torch.nn.functional as F
 from check_helpers import caught, float32_approx, run, stub
 
 from minirl import losses
-from minirl.checks import preferences as checks
-from minirl.checks.preferences import (
+from minirl.checks import nb06_preferences as checks
+from minirl.checks.nb06_preferences import (
     check_bradley_terry_loss,
     check_dpo_loss,
     check_per_position_reward,

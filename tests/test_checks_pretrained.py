@@ -8,7 +8,7 @@ from check_helpers import caught, float32_approx, run
 
 import minirl
 from minirl.checks import check_zero_variance_fraction
-from minirl.checks import pretrained as pretrained_checks
+from minirl.checks import nb08_pretrained as pretrained_checks
 
 
 def zv_complement(rewards):

@@ -11,7 +11,7 @@ import pytest
 from check_helpers import caught, run
 
 from minirl.checks import check_grpo_config_kwargs
-from minirl.checks.trl import CASES, TRL_DEFAULTS
+from minirl.checks.nb09_trl import CASES, TRL_DEFAULTS
 from minirl.lm.trl_bridge import LOSS_TYPES, grpo_config_kwargs
 
 

@@ -132,6 +132,12 @@ def numbers_close(got: float, want: float, rtol: float = RTOL, scale: float | No
     return abs(got - want) <= rtol * scale
 
 
+def seeded_generator(seed: int, offset: int = 0) -> torch.Generator:
+    """A fresh CPU generator seeded with ``seed + offset``: each check module draws its random cases from its
+    own ``SEED`` and one offset per case, so a check's inputs never depend on what ran before it."""
+    return torch.Generator().manual_seed(seed + offset)
+
+
 def strict_mode() -> bool:
     """True when ``MINIRL_STRICT`` is set to anything but "", "0", "false", "no"."""
     return os.environ.get(STRICT_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")

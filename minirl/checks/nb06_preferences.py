@@ -28,7 +28,7 @@ from collections.abc import Callable
 import torch
 import torch.nn.functional as F
 
-from minirl.checks._core import Check, exercise_check, tensors_close
+from minirl.checks._core import Check, exercise_check, seeded_generator, tensors_close
 from minirl.losses import bradley_terry_loss as _ref_bradley_terry_loss
 from minirl.losses import dpo_loss as _ref_dpo_loss
 
@@ -40,10 +40,6 @@ __all__ = [
 ]
 
 SEED = 2026
-
-
-def _generator(offset: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(SEED + offset)
 
 
 def _scalar(c: Check, got, batch: int, what: str) -> torch.Tensor:
@@ -179,7 +175,7 @@ def check_bradley_terry_loss(c: Check, fn: Callable) -> None:
     gradient, and edits of the inputs in place."""
     for rc, rr, want, what in BT_HAND_CASES:
         _check_bt_case(c, fn, torch.tensor(rc), torch.tensor(rr), want, what)
-    gen = _generator(1)
+    gen = seeded_generator(SEED, 1)
     rc, rr = 2.0 * torch.randn(6, generator=gen), 2.0 * torch.randn(6, generator=gen)
     _check_bt_case(c, fn, rc, rr, float(_ref_bradley_terry_loss(rc, rr)), "random rewards [6]")
     rc, rr, want, what = BT_BIG
@@ -370,7 +366,7 @@ def check_dpo_loss(c: Check, fn: Callable) -> None:
     with c.worked_example():  # two log-probs per tensor: several mistakes can give the same numbers here
         for beta, want in DPO_HAND.items():
             _check_dpo_case(c, fn, DPO_HAND_LOGPS, beta, want, f"the worked example, beta={beta:g}")
-    gen = _generator(2)
+    gen = seeded_generator(SEED, 2)
     # sequence log-probs of 4-token responses: sums of 4 token log-probs in [−3, 0]
     logps = tuple(-3.0 * torch.rand(5, 4, generator=gen).sum(-1) for _ in range(4))
     loss, chosen, rejected = _ref_dpo_loss(*logps, beta=0.3)
@@ -510,7 +506,7 @@ def check_per_position_reward(c: Check, fn: Callable) -> None:
         torch.tensor(PROCESS_HAND_WANT),
         "prompts [[3, 1, 2], [2, 0, 2]]",
     )
-    gen = _generator(3)
+    gen = seeded_generator(SEED, 3)
     for batch, trial, pos, vocab in [(2, 5, 4, 4), (3, 3, 5, 5)]:
         prompts = torch.randint(0, vocab, (batch, pos), generator=gen)
         responses = torch.randint(0, vocab, (batch, trial, pos), generator=gen)

@@ -13,7 +13,7 @@ from collections.abc import Callable
 import torch
 
 from minirl.advantages import zero_variance_fraction as _reference
-from minirl.checks._core import Check, exercise_check, numbers_close
+from minirl.checks._core import Check, exercise_check, numbers_close, seeded_generator
 
 __all__ = ["check_zero_variance_fraction"]
 
@@ -196,7 +196,7 @@ def check_zero_variance_fraction(c: Check, fn: Callable) -> None:
         "8 groups of continuous rewards (3 all equal; 4 differ by 0.02, 1e-3, 1e-5 and one float32 ulp)",
         continuous=True,
     )
-    g = torch.Generator().manual_seed(SEED)
+    g = seeded_generator(SEED)
     for batch, trial in [(64, 8), (16, 16)]:  # few distinct values, so that some groups come out all equal
         values = torch.tensor([0.0, 0.2, 1.2])
         rows = values[torch.randint(0, 3, (batch, 1), generator=g)].expand(batch, trial).clone()

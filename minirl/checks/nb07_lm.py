@@ -31,6 +31,7 @@ from minirl.checks._core import (
     _one_line,
     exercise_check,
     format_tensor,
+    seeded_generator,
     tensors_close,
 )
 from minirl.lm import completion_log_probs as _ref_completion_log_probs
@@ -47,10 +48,6 @@ __all__ = [
 SEED = 7007
 _SORT_TASK = TextSortTask()
 _INT_MAX_DIGITS = 4300  # Python's default int() limit (sys.get_int_max_str_digits()): ValueError beyond it
-
-
-def _generator(offset: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(SEED + offset)
 
 
 def reference_parse_answer(text: str) -> tuple[int, ...] | None:
@@ -149,7 +146,7 @@ def check_first_eos_mask(c: Check, fn: Callable) -> None:
     tokens = torch.tensor(EOS_TOKENS)
     with c.worked_example():
         _check_eos_case(c, fn, tokens, 2, torch.tensor(EOS_EXPECTED), "hand-worked example")
-    gen = _generator(1)
+    gen = seeded_generator(SEED, 1)
     for eos, shape in ((0, (3, 4, 7)), (5, (2, 5, 9)), (2, (4, 11))):
         tokens = torch.randint(0, 6, shape, generator=gen)
         tokens[0, ..., -1] = eos  # some rows end on their only EOS, others have none
@@ -340,7 +337,7 @@ def check_completion_log_probs(c: Check, fn: Callable) -> None:
             torch.tensor(LP_EXPECTED),
             "hand-worked example",
         )
-    gen = _generator(2)
+    gen = seeded_generator(SEED, 2)
     for batch, seq, vocab, p in ((3, 9, 7, 4), (2, 6, 5, 1), (4, 12, 11, 8)):
         logits = 2.0 * torch.randn(batch, seq, vocab, generator=gen)
         ids = torch.randint(0, vocab, (batch, seq), generator=gen)

@@ -27,7 +27,7 @@ import torch
 
 from minirl.advantages import compute_gae as _ref_compute_gae
 from minirl.advantages import discounted_returns as _ref_discounted_returns
-from minirl.checks._core import Check, exercise_check, format_tensor
+from minirl.checks._core import Check, exercise_check, format_tensor, seeded_generator
 from minirl.losses import policy_loss as _ref_policy_loss
 
 __all__ = [
@@ -49,10 +49,6 @@ _LAST_AXIS_HINTS = [
         "time is the LAST axis: index it with x[..., t] so that any leading shape works ([time], [episode, time], ...)",
     ),
 ]
-
-
-def _generator(offset: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(SEED + offset)
 
 
 def _random_dones(shape: Sequence[int], gen: torch.Generator, p: float = 0.25) -> torch.Tensor:
@@ -321,7 +317,7 @@ def check_discounted_returns(c: Check, fn: Callable) -> None:
                 torch.tensor(want),
                 f"rewards {format_tensor(r)}, dones {format_tensor(d)}, gamma={gamma}",
             )
-    gen = _generator(1)
+    gen = seeded_generator(SEED, 1)
     for shape, gamma in [((4, 9), 0.9), ((11,), 0.7), ((2, 3, 8), 0.95)]:
         rewards = torch.randn(*shape, generator=gen)
         dones = _random_dones(shape, gen)
@@ -491,7 +487,7 @@ def check_reinforce_loss(c: Check, fn: Callable) -> None:
     _check_loss_case(
         c, fn, lp, adv, mask, torch.tensor(LOSS_SHORT_VALUE), "2 episodes that both end before the budget of 4 steps"
     )
-    gen = _generator(2)
+    gen = seeded_generator(SEED, 2)
     for n, t in [(6, 7), (3, 5)]:
         lp = torch.randn(n, t, 4, generator=gen).log_softmax(-1)[..., 0]  # log π of the moves made
         adv = 3.0 * torch.randn(n, t, generator=gen)
@@ -661,7 +657,7 @@ def check_compute_gae(c: Check, fn: Callable) -> None:
                 f"rewards {rewards}, values {values}, next_values {next_values}, dones {dones}, "
                 f"gamma={gamma}, lam={lam}",
             )
-    gen = _generator(3)
+    gen = seeded_generator(SEED, 3)
     for shape, gamma, lam in [((4, 9), 0.9, 0.8), ((12,), 1.0, 0.95), ((2, 3, 7), 0.8, 0.6)]:
         inputs = (
             torch.randn(*shape, generator=gen),

@@ -23,7 +23,7 @@ from collections.abc import Callable
 
 import torch
 
-from minirl.checks._core import Check, exercise_check, format_tensor, numbers_close
+from minirl.checks._core import Check, exercise_check, format_tensor, numbers_close, seeded_generator
 from minirl.losses import aggregate as _ref_aggregate
 from minirl.losses import kl_estimate as _ref_kl_estimate
 from minirl.losses import policy_loss as _ref_policy_loss
@@ -37,10 +37,6 @@ __all__ = [
 ]
 
 SEED = 5005
-
-
-def _generator(offset: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(SEED + offset)
 
 
 def reference_sequence_ratio(log_probs: torch.Tensor, old_log_probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -160,7 +156,7 @@ def check_kl_estimate(c: Check, fn: Callable) -> None:
     with c.worked_example():
         for estimator, values in KL_EXPECTED.items():
             _check_kl_case(c, fn, lp, ref, estimator, torch.tensor(values))
-    gen = _generator(3)
+    gen = seeded_generator(SEED, 3)
     lp = torch.randn(2, 3, 4, 5, generator=gen).log_softmax(-1)[..., 0]  # [2, 3, 4]
     ref = lp + 0.7 * torch.randn(2, 3, 4, generator=gen)
     for estimator in ("k1", "k2", "k3"):
@@ -327,7 +323,7 @@ def check_aggregate(c: Check, fn: Callable) -> None:
             None,
             torch.tensor(AGG_SHORT_CONSTANT),
         )
-    gen = _generator(4)
+    gen = seeded_generator(SEED, 4)
     x = torch.randn(3, 4, 6, generator=gen)
     lengths = torch.randint(1, 7, (3, 4, 1), generator=gen)
     m = (torch.arange(6) < lengths).float()
@@ -713,7 +709,7 @@ NONE_HIGH_INPUTS = (9, 3, 4, 5, 0.5)  # offset, batch, trial, pos, spread: ratio
 
 
 def _loss_inputs(offset: int, batch: int, trial: int, pos: int, spread: float):
-    gen = _generator(offset)
+    gen = seeded_generator(SEED, offset)
     lp = torch.randn(batch, trial, pos, 6, generator=gen).log_softmax(-1)[..., 0]
     old = lp + spread * torch.randn(batch, trial, pos, generator=gen)  # ratios around the clip range
     adv = torch.randn(batch, trial, generator=gen)
