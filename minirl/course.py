@@ -117,19 +117,11 @@ def _names_needed_below(before: list[str], region: list[str], after: list[str], 
     ]
 
 
-def strip_solutions(source: str, where: str = "cell") -> str:
-    """Replace every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region of ``source`` by a stub.
-
-    When code that stays in the learner version after a region uses a name the region binds (say
-    ``centered``, returned below the stub), or a later region's hint names it, the stub is preceded by a
-    comment saying the learner's code must set it: ``# your code must set: centered (used below)``.
-
-    Raises ``CourseError`` (naming ``where`` and the line) for unbalanced or nested markers.
-    """
-    lines = source.split("\n")
-    out: list[str] = []
+def _solution_regions(lines: list[str], where: str) -> list[tuple[int, int, str]]:
+    """The ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` regions of ``lines``: (index of BEGIN, index of END,
+    indent), in order. Raises ``CourseError`` (naming ``where`` and the line) for unbalanced or nested markers."""
     begin_line: int | None = None
-    regions: list[tuple[int, int, str]] = []  # (index of BEGIN, index of END, indent)
+    regions: list[tuple[int, int, str]] = []
     for number, line in enumerate(lines, start=1):
         marker = line.strip()
         if marker == BEGIN:
@@ -147,6 +139,21 @@ def strip_solutions(source: str, where: str = "cell") -> str:
             begin_line = None
     if begin_line is not None:
         raise CourseError(f"{where}: line {begin_line}: {BEGIN!r} is never closed by {END!r}")
+    return regions
+
+
+def strip_solutions(source: str, where: str = "cell") -> str:
+    """Replace every ``### BEGIN SOLUTION`` ... ``### END SOLUTION`` region of ``source`` by a stub.
+
+    When code that stays in the learner version after a region uses a name the region binds (say
+    ``centered``, returned below the stub), or a later region's hint names it, the stub is preceded by a
+    comment saying the learner's code must set it: ``# your code must set: centered (used below)``.
+
+    Raises ``CourseError`` (naming ``where`` and the line) for unbalanced or nested markers.
+    """
+    lines = source.split("\n")
+    out: list[str] = []
+    regions = _solution_regions(lines, where)
     hidden = {i for start, end, _ in regions for i in range(start, end + 1)}
     kept = [i for i in range(len(lines)) if i not in hidden]
     starts = {start: (end, indent) for start, end, indent in regions}

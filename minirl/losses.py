@@ -183,7 +183,59 @@ def aggregate(
     return masked.sum() / (n_sequences * length)
 
 
-def policy_loss(
+def _mask_or_all_real(mask: torch.Tensor | None, log_probs: torch.Tensor) -> torch.Tensor:
+    """``mask`` checked against ``log_probs``'s shape, or all ones when None."""
+    if mask is None:
+        return torch.ones_like(log_probs)
+    if mask.shape != log_probs.shape:
+        raise ValueError(
+            f"shape mismatch: mask {list(mask.shape)}, log_probs {list(log_probs.shape)}; "
+            "mask must be [batch, trial, pos]"
+        )
+    return mask
+
+
+def _check_policy_loss_knobs(
+    ratio_level: str,
+    clip_eps_low: float | None,
+    clip_eps_high: float | None,
+    kl_coef: float,
+    ref_log_probs: torch.Tensor | None,
+) -> None:
+    if ratio_level not in ("token", "sequence"):
+        raise ValueError(f"ratio_level must be 'token' or 'sequence'; got {ratio_level!r}")
+    if clip_eps_low is not None and not clip_eps_low > 0:
+        raise ValueError(f"clip_eps_low must be > 0 or None; got {clip_eps_low}")
+    if clip_eps_high is not None and not clip_eps_high > 0:
+        raise ValueError(f"clip_eps_high must be > 0 or None; got {clip_eps_high}")
+    if kl_coef and ref_log_probs is None:
+        raise ValueError(f"kl_coef = {kl_coef} needs ref_log_probs (log π_ref of the sampled tokens)")
+
+
+def _ratio_metrics(
+    ratio: torch.Tensor, adv: torch.Tensor, mask: torch.Tensor, clip_eps_low: float | None, clip_eps_high: float | None
+) -> dict[str, float]:
+    """``policy_loss``'s clip fractions and ratio statistics over the real tokens."""
+    with torch.no_grad():
+        n_real = mask.sum().clamp(min=1.0)
+        if clip_eps_low is None:  # no clipping
+            low, high = -float("inf"), float("inf")
+        else:
+            low = 1.0 - clip_eps_low
+            high = 1.0 + (clip_eps_low if clip_eps_high is None else clip_eps_high)
+        clipped_low = ((ratio < low) & (adv < 0)).to(mask.dtype) * mask
+        clipped_high = ((ratio > high) & (adv > 0)).to(mask.dtype) * mask
+        return {
+            "clip_frac_low": float(clipped_low.sum() / n_real),
+            "clip_frac_high": float(clipped_high.sum() / n_real),
+            "ratio_mean": float((ratio * mask).sum() / n_real),
+            "ratio_max": float(ratio.masked_fill(mask == 0, 0.0).max()) if mask.any() else 1.0,
+        }
+
+
+# PLR0913: the keyword-only knobs are the API by design, one per AlgoConfig field it reads
+# (AlgoConfig.policy_loss_kwargs), plus π_ref and the micro-batch counts of train's inner step.
+def policy_loss(  # noqa: PLR0913
     log_probs: torch.Tensor,
     old_log_probs: torch.Tensor | None,
     advantages: torch.Tensor,
@@ -234,21 +286,8 @@ def policy_loss(
     if old_log_probs is None:
         old_log_probs = log_probs.detach()
     _check_same_shape(log_probs=log_probs, old_log_probs=old_log_probs, ref_log_probs=ref_log_probs)
-    if mask is None:
-        mask = torch.ones_like(log_probs)
-    elif mask.shape != log_probs.shape:
-        raise ValueError(
-            f"shape mismatch: mask {list(mask.shape)}, log_probs {list(log_probs.shape)}; "
-            "mask must be [batch, trial, pos]"
-        )
-    if ratio_level not in ("token", "sequence"):
-        raise ValueError(f"ratio_level must be 'token' or 'sequence'; got {ratio_level!r}")
-    if clip_eps_low is not None and not clip_eps_low > 0:
-        raise ValueError(f"clip_eps_low must be > 0 or None; got {clip_eps_low}")
-    if clip_eps_high is not None and not clip_eps_high > 0:
-        raise ValueError(f"clip_eps_high must be > 0 or None; got {clip_eps_high}")
-    if kl_coef and ref_log_probs is None:
-        raise ValueError(f"kl_coef = {kl_coef} needs ref_log_probs (log π_ref of the sampled tokens)")
+    mask = _mask_or_all_real(mask, log_probs)
+    _check_policy_loss_knobs(ratio_level, clip_eps_low, clip_eps_high, kl_coef, ref_log_probs)
     adv = _expand_advantages(advantages, log_probs).detach()
     mask = mask.to(log_probs.dtype)
 
@@ -270,23 +309,11 @@ def policy_loss(
         if kl_coef:  # aggregate is linear: aggregate(ℓ + β·KL) = aggregate(ℓ) + β·aggregate(KL)
             loss = pg_loss + kl_coef * aggregate(kl_per_token, mask, aggregation, max_length, **totals)
 
-    with torch.no_grad():
-        n_real = mask.sum().clamp(min=1.0)
-        if clip_eps_low is None:  # no clipping
-            low, high = -float("inf"), float("inf")
-        else:
-            low = 1.0 - clip_eps_low
-            high = 1.0 + (clip_eps_low if clip_eps_high is None else clip_eps_high)
-        clipped_low = ((ratio < low) & (adv < 0)).to(mask.dtype) * mask
-        clipped_high = ((ratio > high) & (adv > 0)).to(mask.dtype) * mask
-        metrics = {
-            "clip_frac_low": float(clipped_low.sum() / n_real),
-            "clip_frac_high": float(clipped_high.sum() / n_real),
-            "ratio_mean": float((ratio * mask).sum() / n_real),
-            "ratio_max": float(ratio.masked_fill(mask == 0, 0.0).max()) if mask.any() else 1.0,
-            "kl": float(kl),
-            "pg_loss": float(pg_loss),
-        }
+    metrics = {
+        **_ratio_metrics(ratio, adv, mask, clip_eps_low, clip_eps_high),
+        "kl": float(kl),
+        "pg_loss": float(pg_loss),
+    }
     return loss, metrics
 
 

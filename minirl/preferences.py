@@ -31,6 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import nn
@@ -250,7 +251,40 @@ def pairwise_accuracy(model: Callable[[torch.Tensor, torch.Tensor], torch.Tensor
         return float((model(pairs.prompts, pairs.chosen) > model(pairs.prompts, pairs.rejected)).float().mean())
 
 
-def train_reward_model(
+def _fresh_reward_model(
+    pairs: PreferencePairs,
+    val_pairs: PreferencePairs,
+    vocab_size: int | None,
+    embedding_dim: int,
+    hidden_dim: int,
+    seed: int,
+) -> RewardModel:
+    """A new ``RewardModel`` sized for the pairs (``vocab_size`` defaults to the largest token id + 1)."""
+    tokens = [pairs.prompts, pairs.chosen, pairs.rejected, val_pairs.prompts, val_pairs.chosen, val_pairs.rejected]
+    vocab = vocab_size if vocab_size is not None else 1 + max(int(t.max()) for t in tokens if t.numel())
+    return RewardModel(
+        vocab,
+        embedding_dim,
+        pairs.prompts.shape[1],
+        pairs.chosen.shape[1],
+        hidden_dim,
+        generator=torch.Generator().manual_seed(seed),
+    )
+
+
+def _scalar_loss(loss: Any) -> torch.Tensor:
+    """``loss_fn``'s result, refused unless it is a scalar (0-dim) tensor."""
+    if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
+        raise ValueError(
+            "loss_fn(r_chosen, r_rejected) must return a scalar (0-dim) tensor; got "
+            f"{list(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__}"
+        )
+    return loss
+
+
+# PLR0913: keyword-only knobs with defaults are the API by design (notebook 06 names the few it changes): the
+# held-out split, the pair loss, the model's size and the optimiser's settings.
+def train_reward_model(  # noqa: PLR0913
     pairs: PreferencePairs,
     *,
     val_pairs: PreferencePairs | None = None,
@@ -292,16 +326,7 @@ def train_reward_model(
     if len(pairs) == 0:
         raise ValueError("no training pairs left after the held-out split")
     if model is None:
-        tokens = [pairs.prompts, pairs.chosen, pairs.rejected, val_pairs.prompts, val_pairs.chosen, val_pairs.rejected]
-        vocab = vocab_size if vocab_size is not None else 1 + max(int(t.max()) for t in tokens if t.numel())
-        model = RewardModel(
-            vocab,
-            embedding_dim,
-            pairs.prompts.shape[1],
-            pairs.chosen.shape[1],
-            hidden_dim,
-            generator=torch.Generator().manual_seed(seed),
-        )
+        model = _fresh_reward_model(pairs, val_pairs, vocab_size, embedding_dim, hidden_dim, seed)
     optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate, weight_decay=weight_decay)
     history = History(label="reward model", seed=seed)
     val_true = val_pairs.unflipped()
@@ -327,12 +352,7 @@ def train_reward_model(
             for b in range(steps_per_epoch):
                 batch = pairs[order[b * batch_size : (b + 1) * batch_size]]
                 r_chosen, r_rejected = model(batch.prompts, batch.chosen), model(batch.prompts, batch.rejected)
-                loss = loss_fn(r_chosen, r_rejected)
-                if not isinstance(loss, torch.Tensor) or loss.dim() != 0:
-                    raise ValueError(
-                        "loss_fn(r_chosen, r_rejected) must return a scalar (0-dim) tensor; got "
-                        f"{list(loss.shape) if isinstance(loss, torch.Tensor) else type(loss).__name__}"
-                    )
+                loss = _scalar_loss(loss_fn(r_chosen, r_rejected))
                 optimizer.zero_grad(set_to_none=True)
                 loss.backward()
                 optimizer.step()

@@ -304,7 +304,9 @@ def _weighted(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
     return out
 
 
-def policy_update(
+# PLR0913: the API by design: what the step acts on (policy, optimizer, algo) and the batch as the loop holds it
+# (prompts, rollout, advantages), positional as notebooks 05 and 06 call it; six optional keyword-only knobs.
+def policy_update(  # noqa: PLR0913
     policy: Policy,
     optimizer: torch.optim.Optimizer,
     algo: AlgoConfig,

@@ -234,9 +234,8 @@ def loss_with(**knobs):
         aggregation="sequence_mean",
     ):
         hi = clip_eps_low if clip_eps_high is None else clip_eps_high
-        loss = grpo_checks._loss_variant(
-            log_probs, old_log_probs, advantages, mask, clip_eps_low, hi, ratio_level, **knobs
-        )
+        case = grpo_checks._LossCase(log_probs, old_log_probs, advantages, mask, clip_eps_low, hi, ratio_level)
+        loss = grpo_checks._loss_variant(case, **knobs)
         return loss, minirl.policy_loss(
             log_probs,
             old_log_probs,
@@ -419,7 +418,8 @@ def test_loss_variant_with_default_knobs_is_the_reference():
     lp, old, adv, mask = grpo_checks._loss_inputs(5, batch=2, trial=3, pos=4, spread=0.3)
     for level in ("token", "sequence"):
         want, _ = minirl.policy_loss(lp, old, adv, mask, clip_eps_low=0.2, clip_eps_high=0.28, ratio_level=level)
-        torch.testing.assert_close(grpo_checks._loss_variant(lp, old, adv, mask, 0.2, 0.28, level), want)
+        case = grpo_checks._LossCase(lp, old, adv, mask, 0.2, 0.28, level)
+        torch.testing.assert_close(grpo_checks._loss_variant(case), want)
 
 
 # ---- k1/k3 swapped, the wrong axis (issue 11) ---------------------------------------------------------
@@ -491,16 +491,8 @@ def policy_loss_with(**knobs):
         aggregation="sequence_mean",
     ):
         hi = clip_eps_low if clip_eps_high is None else clip_eps_high
-        loss = grpo_checks._loss_variant(
-            log_probs,
-            old_log_probs,
-            advantages,
-            mask,
-            clip_eps_low,
-            hi,
-            ratio_level,
-            **{"aggregation": aggregation, **knobs},
-        )
+        case = grpo_checks._LossCase(log_probs, old_log_probs, advantages, mask, clip_eps_low, hi, ratio_level)
+        loss = grpo_checks._loss_variant(case, **{"aggregation": aggregation, **knobs})
         return loss, minirl.policy_loss(
             log_probs,
             old_log_probs,

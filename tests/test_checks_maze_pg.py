@@ -236,13 +236,7 @@ def test_reinforce_loss_in_place_is_caught(capsys):
 # ---- compute_gae ----------------------------------------------------------------------------------
 
 
-def gae(
-    rewards,
-    values,
-    next_values,
-    dones,
-    gamma,
-    lam,
+def knobs(
     *,
     delta_done=True,
     recursion_done=True,
@@ -253,30 +247,32 @@ def gae(
     next_from_values=False,
 ):
     """A learner's GAE loop with the knobs a learner might get wrong."""
-    if next_from_values:
-        next_values = torch.cat([values[..., 1:], torch.zeros_like(values[..., :1])], dim=-1)
-    boot = {"gamma": gamma, "gamma_lam": gamma * lam, "one": 1.0}[bootstrap]
-    factor = {"gamma_lam": gamma * lam, "gamma": gamma, "lam": lam, "zero": 0.0}[decay]
-    T = rewards.shape[-1]
-    deltas = torch.zeros_like(rewards)
-    for t in range(T):
-        keep = 1.0 - dones[..., t] if delta_done else 1.0
-        deltas[..., t] = rewards[..., t] + boot * keep * next_values[..., t] - (values[..., t] if minus_value else 0)
-    adv = torch.zeros_like(rewards)
-    running = torch.zeros_like(rewards[..., 0])
-    order = range(T) if forward else reversed(range(T))
-    for t in order:
-        if forward:
-            keep = 1.0 - dones[..., t - 1] if (recursion_done and t > 0) else 1.0
-        else:
-            keep = 1.0 - dones[..., t] if recursion_done else 1.0
-        running = deltas[..., t] + factor * keep * running
-        adv[..., t] = running
-    return adv
 
+    def gae(rewards, values, next_values, dones, gamma, lam):
+        if next_from_values:
+            next_values = torch.cat([values[..., 1:], torch.zeros_like(values[..., :1])], dim=-1)
+        boot = {"gamma": gamma, "gamma_lam": gamma * lam, "one": 1.0}[bootstrap]
+        factor = {"gamma_lam": gamma * lam, "gamma": gamma, "lam": lam, "zero": 0.0}[decay]
+        T = rewards.shape[-1]
+        deltas = torch.zeros_like(rewards)
+        for t in range(T):
+            keep = 1.0 - dones[..., t] if delta_done else 1.0
+            deltas[..., t] = (
+                rewards[..., t] + boot * keep * next_values[..., t] - (values[..., t] if minus_value else 0)
+            )
+        adv = torch.zeros_like(rewards)
+        running = torch.zeros_like(rewards[..., 0])
+        order = range(T) if forward else reversed(range(T))
+        for t in order:
+            if forward:
+                keep = 1.0 - dones[..., t - 1] if (recursion_done and t > 0) else 1.0
+            else:
+                keep = 1.0 - dones[..., t] if recursion_done else 1.0
+            running = deltas[..., t] + factor * keep * running
+            adv[..., t] = running
+        return adv
 
-def knobs(**kw):
-    return lambda *args: gae(*args, **kw)
+    return gae
 
 
 def test_the_knob_free_loop_is_correct(capsys):

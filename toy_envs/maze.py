@@ -159,16 +159,7 @@ def _check_action(action: Any) -> int:
 
 def _parse_layout(layout: Any) -> tuple[str, ...]:
     """Check a layout (one string per row, characters ``# S G .``) and return it as a tuple."""
-    if isinstance(layout, str):
-        raise TypeError(
-            "layout must be a list of strings, one per row, e.g. ['S.G']; got a single str "
-            "(use text.splitlines() to split a multi-line string)"
-        )
-    if not isinstance(layout, Sequence) or len(layout) == 0:
-        raise TypeError(f"layout must be a non-empty list of strings; got {layout!r}")
-    for i, row in enumerate(layout):
-        if not isinstance(row, str):
-            raise TypeError(f"layout row {i} must be a str; got {type(row).__name__} {row!r}")
+    _check_layout_types(layout)
     width = len(layout[0])
     if width == 0:
         raise ValueError("layout rows must not be empty; row 0 is ''")
@@ -189,6 +180,20 @@ def _parse_layout(layout: Any) -> tuple[str, ...]:
         if count != 1:
             raise ValueError(f"layout must contain exactly one {char!r} ({meaning}); found {count}")
     return tuple(layout)
+
+
+def _check_layout_types(layout: Any) -> None:
+    """A layout is a non-empty sequence of strings (not one multi-line string)."""
+    if isinstance(layout, str):
+        raise TypeError(
+            "layout must be a list of strings, one per row, e.g. ['S.G']; got a single str "
+            "(use text.splitlines() to split a multi-line string)"
+        )
+    if not isinstance(layout, Sequence) or len(layout) == 0:
+        raise TypeError(f"layout must be a non-empty list of strings; got {layout!r}")
+    for i, row in enumerate(layout):
+        if not isinstance(row, str):
+            raise TypeError(f"layout row {i} must be a str; got {type(row).__name__} {row!r}")
 
 
 def _next_cell_table(walls: np.ndarray) -> np.ndarray:

@@ -38,6 +38,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -135,6 +136,42 @@ def _check_int(name: str, value: object, low: int, high: float = math.inf) -> No
     if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
         bound = f">= {low}" if high == math.inf else f"in [{low}, {high}]"
         raise ValueError(f"{name} must be an int {bound}; got {value!r}")
+
+
+def _check_prompts(prompts: Any) -> None:
+    """``prompts`` is a list of ``TextPrompt``."""
+    if isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence):
+        raise TypeError(f"prompts must be a list of TextPrompt; got {type(prompts).__name__}")
+    for i, p in enumerate(prompts):
+        if not isinstance(p, TextPrompt):
+            raise TypeError(f"prompts[{i}] must be a TextPrompt; got {type(p).__name__}")
+
+
+def _check_answers(answers: Any, n_prompts: int) -> None:
+    """``answers`` is ``[batch, trial]`` of str: one list of completions per prompt, the same trial >= 1 each."""
+    if isinstance(answers, (str, bytes)) or not isinstance(answers, Sequence):
+        raise TypeError(f"answers must be a list (one per prompt) of lists of str; got {type(answers).__name__}")
+    if len(answers) != n_prompts:
+        raise ValueError(
+            f"answers must have one list of completions per prompt: len(prompts) = {n_prompts}, "
+            f"len(answers) = {len(answers)}"
+        )
+    trial = None
+    for i, group in enumerate(answers):
+        if isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
+            raise TypeError(
+                f"answers[{i}] must be a list of str (the prompt's completions); got {type(group).__name__}"
+            )
+        if trial is None:
+            trial = len(group)
+        if len(group) != trial or trial == 0:
+            raise ValueError(
+                f"answers must be [batch, trial] with the same trial >= 1 for every prompt; "
+                f"len(answers[0]) = {len(answers[0])}, len(answers[{i}]) = {len(group)}"
+            )
+        for j, text in enumerate(group):
+            if not isinstance(text, str):
+                raise TypeError(f"answers[{i}][{j}] must be a str (decoded text); got {type(text).__name__}")
 
 
 class _TextTask:
@@ -335,34 +372,8 @@ class _TextTask:
 
     def _parsed(self, prompts: Sequence[TextPrompt], answers: Sequence[Sequence[str]]) -> list[list]:
         """Validate the pair and parse every answer: ``[batch][trial]`` of tuples or None."""
-        if isinstance(prompts, (str, bytes)) or not isinstance(prompts, Sequence):
-            raise TypeError(f"prompts must be a list of TextPrompt; got {type(prompts).__name__}")
-        for i, p in enumerate(prompts):
-            if not isinstance(p, TextPrompt):
-                raise TypeError(f"prompts[{i}] must be a TextPrompt; got {type(p).__name__}")
-        if isinstance(answers, (str, bytes)) or not isinstance(answers, Sequence):
-            raise TypeError(f"answers must be a list (one per prompt) of lists of str; got {type(answers).__name__}")
-        if len(answers) != len(prompts):
-            raise ValueError(
-                f"answers must have one list of completions per prompt: len(prompts) = {len(prompts)}, "
-                f"len(answers) = {len(answers)}"
-            )
-        trial = None
-        for i, group in enumerate(answers):
-            if isinstance(group, (str, bytes)) or not isinstance(group, Sequence):
-                raise TypeError(
-                    f"answers[{i}] must be a list of str (the prompt's completions); got {type(group).__name__}"
-                )
-            if trial is None:
-                trial = len(group)
-            if len(group) != trial or trial == 0:
-                raise ValueError(
-                    f"answers must be [batch, trial] with the same trial >= 1 for every prompt; "
-                    f"len(answers[0]) = {len(answers[0])}, len(answers[{i}]) = {len(group)}"
-                )
-            for j, text in enumerate(group):
-                if not isinstance(text, str):
-                    raise TypeError(f"answers[{i}][{j}] must be a str (decoded text); got {type(text).__name__}")
+        _check_prompts(prompts)
+        _check_answers(answers, len(prompts))
         return [[self.parse_answer(text) for text in group] for group in answers]
 
     def _scores(

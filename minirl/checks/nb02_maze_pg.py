@@ -505,10 +505,7 @@ def check_reinforce_loss(c: Check, fn: Callable) -> None:
 
 
 def _gae_variant(
-    rewards: torch.Tensor,
-    values: torch.Tensor,
-    next_values: torch.Tensor,
-    dones: torch.Tensor,
+    inputs: tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor],  # rewards, values, next_values, dones
     gamma: float,
     lam: float,
     *,
@@ -521,6 +518,7 @@ def _gae_variant(
     next_from_values: bool = False,
 ) -> torch.Tensor:
     """GAE with one knob turned (the reference when every knob is at its default)."""
+    rewards, values, next_values, dones = inputs
     not_done = 1.0 - dones
     if next_from_values:
         next_values = torch.cat([values[..., 1:], torch.zeros_like(values[..., :1])], dim=-1)
@@ -533,7 +531,8 @@ def _gae_variant(
 
 
 def _gae_mistakes(rewards, values, next_values, dones, gamma, lam) -> list[tuple[torch.Tensor | None, str]]:
-    args = (rewards, values, next_values, dones, gamma, lam)
+    inputs = (rewards, values, next_values, dones)
+    args = (*inputs, gamma, lam)
     recursion = "A_t = δ_t + γ λ (1 − done_t) A_{t+1}"
     delta = "δ_t = r_t + γ (1 − done_t) V(s_{t+1}) − V(s_t)"
     correct = _ref_compute_gae(*args)
@@ -548,34 +547,40 @@ def _gae_mistakes(rewards, values, next_values, dones, gamma, lam) -> list[tuple
             "(dones[..., t], not dones[..., t - 1]), " + recursion,
         ),
         (
-            _gae_variant(*args, decay="gamma"),
+            _gae_variant(inputs, gamma, lam, decay="gamma"),
             f"you ignored lam (your recursion decays by γ alone; lam was {lam:g}): " + recursion,
         ),
         (
-            _gae_variant(*args, decay="zero"),
+            _gae_variant(inputs, gamma, lam, decay="zero"),
             "you returned the TD errors δ_t (that is lam = 0); GAE accumulates them: " + recursion,
         ),
-        (_gae_variant(*args, decay="lam"), "your recursion decays by λ alone; it decays by γλ: " + recursion),
-        (_gae_variant(*args, bootstrap="gamma_lam"), "the TD error bootstraps with γ, not γλ: " + delta),
-        (_gae_variant(*args, bootstrap="one"), "you forgot γ in the TD error: " + delta),
         (
-            _gae_variant(*args, delta_done=False, recursion_done=False),
+            _gae_variant(inputs, gamma, lam, decay="lam"),
+            "your recursion decays by λ alone; it decays by γλ: " + recursion,
+        ),
+        (_gae_variant(inputs, gamma, lam, bootstrap="gamma_lam"), "the TD error bootstraps with γ, not γλ: " + delta),
+        (_gae_variant(inputs, gamma, lam, bootstrap="one"), "you forgot γ in the TD error: " + delta),
+        (
+            _gae_variant(inputs, gamma, lam, delta_done=False, recursion_done=False),
             "you ignored dones: there is no next state after an episode ends, so no bootstrap (γ V(s_{t+1})) and no "
             "A_{t+1} across the end: " + delta + ", " + recursion,
         ),
         (
-            _gae_variant(*args, delta_done=False),
+            _gae_variant(inputs, gamma, lam, delta_done=False),
             "you bootstrapped past the episode end: where done_t = 1 there is no next state, so " + delta,
         ),
         (
-            _gae_variant(*args, recursion_done=False),
+            _gae_variant(inputs, gamma, lam, recursion_done=False),
             "your recursion runs across the episode end: multiply γλ A_{t+1} by (1 − done_t), " + recursion,
         ),
-        (_gae_variant(*args, forward=True), "you ran the recursion forward in time" + backward),
-        (_gae_variant(*args, forward=True, recursion_done=False), "you ran the recursion forward in time" + backward),
-        (_gae_variant(*args, minus_value=False), "the TD error subtracts the current value: " + delta),
+        (_gae_variant(inputs, gamma, lam, forward=True), "you ran the recursion forward in time" + backward),
         (
-            _gae_variant(*args, next_from_values=True),
+            _gae_variant(inputs, gamma, lam, forward=True, recursion_done=False),
+            "you ran the recursion forward in time" + backward,
+        ),
+        (_gae_variant(inputs, gamma, lam, minus_value=False), "the TD error subtracts the current value: " + delta),
+        (
+            _gae_variant(inputs, gamma, lam, next_from_values=True),
             "take V(s_{t+1}) from next_values[..., t], not from "
             "values[..., t + 1] (the next state's value is given, also at "
             "the last step and at an episode end)",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -451,14 +452,22 @@ def check_sequence_ratio(c: Check, fn: Callable) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class _LossCase:
+    """One case of ``policy_loss``: log π_θ, log π_old, the advantages, the mask, the clip range (ε_high
+    resolved: never None) and the ratio level."""
+
+    lp: torch.Tensor
+    old: torch.Tensor
+    adv: torch.Tensor
+    mask: torch.Tensor
+    lo: float
+    hi: float
+    level: str
+
+
 def _loss_variant(
-    lp,
-    old,
-    adv,
-    mask,
-    lo,
-    hi,
-    level,
+    case: _LossCase,
     *,
     seq_ratio="mean_log",
     mask_in_ratio=True,
@@ -469,6 +478,7 @@ def _loss_variant(
     aggregation="sequence_mean",
 ):
     """The loss with one knob turned (the knobs mirror the usual mistakes)."""
+    lp, old, adv, mask, lo, hi, level = case.lp, case.old, case.adv, case.mask, case.lo, case.hi, case.level
     m_ratio = mask if mask_in_ratio else torch.ones_like(mask)
     log_ratio = (lp - old) * m_ratio
     if level == "sequence":
@@ -496,9 +506,11 @@ def _loss_variant(
     return sign * _ref_aggregate(per_token, agg_mask, aggregation)
 
 
-def _policy_loss_mistakes(lp, old, adv, mask, lo, hi, level) -> list[tuple[torch.Tensor, str]]:
+def _policy_loss_mistakes(case: _LossCase) -> list[tuple[torch.Tensor, str]]:
+    lo, hi, level = case.lo, case.hi, case.level
+
     def wrong(**kw):
-        return _loss_variant(lp, old, adv, mask, lo, hi, level, **kw)
+        return _loss_variant(case, **kw)
 
     other_level = "token" if level == "sequence" else "sequence"
     mistakes = [
@@ -538,7 +550,7 @@ def _policy_loss_mistakes(lp, old, adv, mask, lo, hi, level) -> list[tuple[torch
             "(mask), then over responses",
         ),
         (
-            _loss_variant(lp, old, adv, mask, lo, hi, other_level),
+            _loss_variant(replace(case, level=other_level)),
             f"ratio_level={level!r} was ignored: you computed the {other_level}-level ratio",
         ),
     ]
@@ -584,8 +596,9 @@ _POLICY_LOSS_HINTS = [
 ]
 
 
-def _clip_fraction_mistakes(lp, old, adv, mask, lo, hi, level) -> dict[str, list[tuple[float, str]]]:
+def _clip_fraction_mistakes(case: _LossCase) -> dict[str, list[tuple[float, str]]]:
     """The clip fractions computed the usual wrong ways: {metric: [(value, message), ...]}."""
+    lp, old, adv, mask, lo, hi, level = case.lp, case.old, case.adv, case.mask, case.lo, case.hi, case.level
     with torch.no_grad():
         log_ratio = (lp - old) * mask
         if level == "sequence":
@@ -617,8 +630,10 @@ def _clip_fraction_mistakes(lp, old, adv, mask, lo, hi, level) -> dict[str, list
 
 
 def _check_policy_loss_case(
-    c: Check, fn: Callable, lp, old, adv, mask, lo, hi, level, aggregation: str = "sequence_mean"
+    c: Check, fn: Callable, inputs: tuple[torch.Tensor, ...], lo, hi, level, aggregation: str = "sequence_mean"
 ) -> None:
+    """One call of the learner's ``policy_loss`` on ``inputs`` = (log_probs, old_log_probs, advantages, mask)."""
+    lp, old, adv, mask = inputs
     lp_in = lp.clone().requires_grad_(True)
     kwargs = {"clip_eps_low": lo, "clip_eps_high": hi, "ratio_level": level}
     if aggregation != "sequence_mean":
@@ -637,10 +652,10 @@ def _check_policy_loss_case(
     )
     loss, metrics = got
     loss = _scalar(c, loss, what)
-    eff_hi = lo if hi is None else hi
+    case = _LossCase(lp, old, adv, mask, lo, lo if hi is None else hi, level)
     want, want_metrics = _reference_policy_loss(lp, old, adv, mask, **kwargs)
     mistakes = (
-        _policy_loss_mistakes(lp, old, adv, mask, lo, eff_hi, level)
+        _policy_loss_mistakes(case)
         if aggregation == "sequence_mean"
         else [
             (
@@ -652,13 +667,13 @@ def _check_policy_loss_case(
     if hi is None:
         mistakes.append(
             (
-                _loss_variant(lp, old, adv, mask, lo, float("inf"), level),
+                _loss_variant(replace(case, hi=float("inf"))),
                 "clip_eps_high=None means a symmetric clip, [1 − ε_low, 1 + ε_low]; you left the top open",
             )
         )
     c.close(loss, want.detach(), what, mistakes)
     c.expect(loss.requires_grad, f"{what}: no gradient flows to log_probs — keep the loss a tensor computed from them")
-    wrong = _clip_fraction_mistakes(lp, old, adv, mask, lo, eff_hi, level)
+    wrong = _clip_fraction_mistakes(case)
     for name in ("clip_frac_low", "clip_frac_high"):
         if name not in metrics:
             c.fail(
@@ -691,18 +706,18 @@ def check_policy_loss(c: Check, fn: Callable) -> None:
     in the sequence ratio or in the average, min and max swapped, a flipped sign, ratio_level or aggregation
     ignored (or token_mean by default), the loss alone returned, clip fractions over all positions,
     regardless of the advantage's sign, or swapped."""
-    lp, old, adv, mask = _loss_inputs(5, batch=2, trial=3, pos=4, spread=0.3)
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, 0.28, "token")
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.1, 0.15, "sequence")
-    lp, old, adv, mask = _loss_inputs(6, batch=3, trial=4, pos=5, spread=0.15)
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, None, "token")
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.05, 0.08, "sequence")
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, 0.28, "token", aggregation="token_mean")
+    inputs = _loss_inputs(5, batch=2, trial=3, pos=4, spread=0.3)
+    _check_policy_loss_case(c, fn, inputs, 0.2, 0.28, "token")
+    _check_policy_loss_case(c, fn, inputs, 0.1, 0.15, "sequence")
+    inputs = _loss_inputs(6, batch=3, trial=4, pos=5, spread=0.15)
+    _check_policy_loss_case(c, fn, inputs, 0.2, None, "token")
+    _check_policy_loss_case(c, fn, inputs, 0.05, 0.08, "sequence")
+    _check_policy_loss_case(c, fn, inputs, 0.2, 0.28, "token", aggregation="token_mean")
     # clip_eps_high=None again, now with real tokens whose ratio lies above 1 + ε and whose advantage is positive
     # (where a missing upper clip changes the loss): the symmetric clip must cap them at 1 + clip_eps_low
-    lp, old, adv, mask = _loss_inputs(*NONE_HIGH_INPUTS)
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.2, None, "token")
-    _check_policy_loss_case(c, fn, lp, old, adv, mask, 0.1, None, "sequence")
+    inputs = _loss_inputs(*NONE_HIGH_INPUTS)
+    _check_policy_loss_case(c, fn, inputs, 0.2, None, "token")
+    _check_policy_loss_case(c, fn, inputs, 0.1, None, "sequence")
 
 
 NONE_HIGH_INPUTS = (9, 3, 4, 5, 0.5)  # offset, batch, trial, pos, spread: ratios far outside [0.8, 1.2]

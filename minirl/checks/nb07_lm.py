@@ -433,33 +433,38 @@ def _short(value: Any) -> str:
     return _one_line(repr(value), 60)
 
 
+# Why a text the reference rejects is not the asked form, in the learner's terms: the first rule that applies,
+# each a predicate of (text, text.strip()) and its message, then the rules on the comma-separated items.
+_FORM_RULES: list[tuple[Callable[[str, str], bool], str]] = [
+    (lambda text, stripped: not stripped, "an empty answer is not in the asked form: return None"),
+    (
+        lambda text, stripped: any(ch.isdigit() and ch not in "0123456789" for ch in text),
+        "only the ASCII digits 0-9 are the asked form: str.isdigit() and the regex \\d accept other digits "
+        "too, like '١' (and isdigit even '²', which int() cannot read): check for 0-9 yourself",
+    ),
+    (lambda text, stripped: stripped.endswith("."), "a trailing period is not the asked form"),
+    (lambda text, stripped: any(ch in text for ch in "[]()"), "brackets are not the asked form"),
+    (
+        lambda text, stripped: any(ch in text for ch in "+-"),
+        "signs are not the asked form (only non-negative integers, no + or −)",
+    ),
+    (lambda text, stripped: "_" in text, "int() reads '1_000' as 1000, but underscores are not the asked form"),
+    (lambda text, stripped: any(ch.isalpha() for ch in text), "words and letters are not the asked form"),
+    (lambda text, stripped: "." in text, "decimals and periods are not the asked form"),
+    (
+        lambda text, stripped: any(ch.isspace() and ch != " " for ch in stripped),
+        "only spaces may surround a comma (the whole answer may be surrounded by any whitespace, but a tab or "
+        "a newline inside it is not the asked form)",
+    ),
+]
+
+
 def _why_not_in_form(text: str, got: Any) -> str:
     """What makes ``text`` (which the reference rejects) not the asked form, in the learner's terms."""
     stripped = text.strip()
-    if not stripped:
-        return "an empty answer is not in the asked form: return None"
-    if any(ch.isdigit() and ch not in "0123456789" for ch in text):
-        return (
-            "only the ASCII digits 0-9 are the asked form: str.isdigit() and the regex \\d accept other digits "
-            "too, like '١' (and isdigit even '²', which int() cannot read): check for 0-9 yourself"
-        )
-    if stripped.endswith("."):
-        return "a trailing period is not the asked form"
-    if any(ch in text for ch in "[]()"):
-        return "brackets are not the asked form"
-    if any(ch in text for ch in "+-"):
-        return "signs are not the asked form (only non-negative integers, no + or −)"
-    if "_" in text:
-        return "int() reads '1_000' as 1000, but underscores are not the asked form"
-    if any(ch.isalpha() for ch in text):
-        return "words and letters are not the asked form"
-    if "." in text:
-        return "decimals and periods are not the asked form"
-    if any(ch.isspace() and ch != " " for ch in stripped):
-        return (
-            "only spaces may surround a comma (the whole answer may be surrounded by any whitespace, but a tab or "
-            "a newline inside it is not the asked form)"
-        )
+    for applies, why in _FORM_RULES:
+        if applies(text, stripped):
+            return why
     items = stripped.split(",")
     if any(not item.strip(" ") for item in items):
         return "an empty item (two commas in a row, or a comma at either end) is not the asked form"

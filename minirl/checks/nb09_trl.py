@@ -131,79 +131,133 @@ def _as_trl_reads(fields: dict[str, Any]) -> dict[str, Any]:
     return read
 
 
-def _mistake(key: str, mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
-    """The plausible mistake behind ``mine`` (TRL's reading of the learner's ``key``), named; None if unknown."""
-    if key == "loss_type":
-        if mine == "bnpo" and want == "dapo":
-            return (
-                "'bnpo' divides each micro-batch by its own token count (and each GPU by its own): under "
-                "gradient accumulation or on several GPUs a token of a micro-batch of short responses weighs "
-                "more; 'dapo' divides every micro-batch by the whole generation batch's tokens: token_mean"
-            )
-        if mine in _AGGREGATION_OF:
-            return f"{mine!r} is TRL's {_AGGREGATION_OF[mine]!r}, and this algo's aggregation is {algo.aggregation!r}"
-        if mine == "bnpo":
-            return f"'bnpo' is a token mean (per micro-batch), and this algo's aggregation is {algo.aggregation!r}"
-    if key == "epsilon" and algo.clip_eps_high is not None and mine == algo.clip_eps_high:
-        return "that is clip_eps_high: epsilon is the lower clip, 1 − ε_low (clip_eps_low)"
-    if key == "epsilon_high":
-        if mine == read["epsilon"]:
-            return (
-                f"you used clip_eps_low for both ends; this algo clips higher above (clip_eps_high = "
-                f"{algo.clip_eps_high}, DAPO's clip-higher)"
-            )
-        if algo.clip_eps_high is None:
-            return "clip_eps_high=None means the same as ε_low in minirl (epsilon_high=None does the same in TRL)"
-    if key == "importance_sampling_level":
-        return f"ratio_level is {algo.ratio_level!r}: " + (
-            "one length-normalised ratio per response (GSPO)"
-            if algo.ratio_level == "sequence"
-            else "one ratio per token"
-        )
-    if key == "scale_rewards":
-        if mine == "batch":
-            return (
-                "'batch' divides by the std of the whole batch's rewards; normalized_rewards divides each group "
-                "by its own std ('group')"
-            )
-        if want == "none" and mine == "group":
-            return (
-                "'centered_rewards' only subtracts the group mean; 'group' (TRL's default) also divides by "
-                "the group's std"
-            )
-        if want == "group" and mine == "none":
-            return "'normalized_rewards' divides by the group's std; 'none' only subtracts the group mean"
-    if key == "beta" and not mine:
-        return f"beta = 0 drops the KL term; beta is kl_coef ({algo.kl_coef})"
-    if key == "use_bias_correction_kl" and mine:
-        return WHY[key]
-    if key == "num_iterations" and mine == 1:
-        return f"num_iterations is inner_epochs: {algo.inner_epochs} gradient steps on each batch of samples, not 1"
-    if key == "entropy_coef" and not mine:
-        return f"entropy_coef 0 drops the entropy bonus; this algo's is {algo.entropy_coef}"
-    if key == "sync_ref_model":
-        if want:
-            return (
-                f"ref_refresh_every = {algo.ref_refresh_every} with a KL term needs sync_ref_model=True, "
-                "or π_ref never moves"
-            )
+# The plausible mistake behind a wrong field, one function per field: (mine, want, algo, read) -> the mistake
+# named, or None. ``mine`` is TRL's reading of the learner's value, ``read`` all of the learner's fields so read.
+_Namer = Callable[[Any, Any, AlgoConfig, dict[str, Any]], "str | None"]
+
+
+def _loss_type(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    if mine == "bnpo" and want == "dapo":
         return (
-            "this algo never refreshes π_ref (ref_refresh_every=None): sync_ref_model=True would move it every "
-            "ref_model_sync_steps optimizer steps; set the sync fields only when ref_refresh_every is set "
-            "(and kl_coef > 0)"
+            "'bnpo' divides each micro-batch by its own token count (and each GPU by its own): under "
+            "gradient accumulation or on several GPUs a token of a micro-batch of short responses weighs "
+            "more; 'dapo' divides every micro-batch by the whole generation batch's tokens: token_mean"
         )
-    if key == "ref_model_sync_steps" and mine == algo.ref_refresh_every and algo.inner_epochs > 1:
+    if mine in _AGGREGATION_OF:
+        return f"{mine!r} is TRL's {_AGGREGATION_OF[mine]!r}, and this algo's aggregation is {algo.aggregation!r}"
+    if mine == "bnpo":
+        return f"'bnpo' is a token mean (per micro-batch), and this algo's aggregation is {algo.aggregation!r}"
+    return None
+
+
+def _epsilon(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    if algo.clip_eps_high is not None and mine == algo.clip_eps_high:
+        return "that is clip_eps_high: epsilon is the lower clip, 1 − ε_low (clip_eps_low)"
+    return None
+
+
+def _epsilon_high(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    if mine == read["epsilon"]:
+        return (
+            f"you used clip_eps_low for both ends; this algo clips higher above (clip_eps_high = "
+            f"{algo.clip_eps_high}, DAPO's clip-higher)"
+        )
+    if algo.clip_eps_high is None:
+        return "clip_eps_high=None means the same as ε_low in minirl (epsilon_high=None does the same in TRL)"
+    return None
+
+
+def _importance_sampling_level(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    return f"ratio_level is {algo.ratio_level!r}: " + (
+        "one length-normalised ratio per response (GSPO)" if algo.ratio_level == "sequence" else "one ratio per token"
+    )
+
+
+def _scale_rewards(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    if mine == "batch":
+        return (
+            "'batch' divides by the std of the whole batch's rewards; normalized_rewards divides each group "
+            "by its own std ('group')"
+        )
+    if want == "none" and mine == "group":
+        return (
+            "'centered_rewards' only subtracts the group mean; 'group' (TRL's default) also divides by the group's std"
+        )
+    if want == "group" and mine == "none":
+        return "'normalized_rewards' divides by the group's std; 'none' only subtracts the group mean"
+    return None
+
+
+def _beta(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    return None if mine else f"beta = 0 drops the KL term; beta is kl_coef ({algo.kl_coef})"
+
+
+def _use_bias_correction_kl(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    return WHY["use_bias_correction_kl"] if mine else None
+
+
+def _num_iterations(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    if mine == 1:
+        return f"num_iterations is inner_epochs: {algo.inner_epochs} gradient steps on each batch of samples, not 1"
+    return None
+
+
+def _entropy_coef(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    return None if mine else f"entropy_coef 0 drops the entropy bonus; this algo's is {algo.entropy_coef}"
+
+
+def _sync_ref_model(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    if want:
+        return (
+            f"ref_refresh_every = {algo.ref_refresh_every} with a KL term needs sync_ref_model=True, "
+            "or π_ref never moves"
+        )
+    return (
+        "this algo never refreshes π_ref (ref_refresh_every=None): sync_ref_model=True would move it every "
+        "ref_model_sync_steps optimizer steps; set the sync fields only when ref_refresh_every is set "
+        "(and kl_coef > 0)"
+    )
+
+
+def _ref_model_sync_steps(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    if mine == algo.ref_refresh_every and algo.inner_epochs > 1:
         return (
             f"that is ref_refresh_every itself: TRL counts optimizer steps, and each minirl step takes "
             f"inner_epochs = {algo.inner_epochs} of them ({algo.ref_refresh_every} × {algo.inner_epochs} = "
             f"{want})"
         )
-    if key == "ref_model_mixup_alpha" and mine == TRL_DEFAULTS[key]:
+    return None
+
+
+def _ref_model_mixup_alpha(mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    if mine == TRL_DEFAULTS["ref_model_mixup_alpha"]:
         return (
             "TRL's default α = 0.6 mixes, π_ref ← 0.6·π_θ + 0.4·π_ref; minirl copies π_θ into π_ref: "
             "ref_model_mixup_alpha=1.0"
         )
     return None
+
+
+_MISTAKE_NAMERS: dict[str, _Namer] = {
+    "loss_type": _loss_type,
+    "epsilon": _epsilon,
+    "epsilon_high": _epsilon_high,
+    "importance_sampling_level": _importance_sampling_level,
+    "scale_rewards": _scale_rewards,
+    "beta": _beta,
+    "use_bias_correction_kl": _use_bias_correction_kl,
+    "num_iterations": _num_iterations,
+    "entropy_coef": _entropy_coef,
+    "sync_ref_model": _sync_ref_model,
+    "ref_model_sync_steps": _ref_model_sync_steps,
+    "ref_model_mixup_alpha": _ref_model_mixup_alpha,
+}
+
+
+def _mistake(key: str, mine: Any, want: Any, algo: AlgoConfig, read: dict[str, Any]) -> str | None:
+    """The plausible mistake behind ``mine`` (TRL's reading of the learner's ``key``), named; None if unknown."""
+    namer = _MISTAKE_NAMERS.get(key)
+    return None if namer is None else namer(mine, want, algo, read)
 
 
 @exercise_check("grpo_config_kwargs")
@@ -212,43 +266,50 @@ def check_grpo_config_kwargs(c: Check, fn: Callable) -> None:
     for what, algo in CASES:
         for max_length in (8, 24):
             got = c.call(fn, algo, max_length, call=f"{what}, max_length={max_length}")
-            if not isinstance(got, dict):
-                pairs = " (dict(...) turns (field, value) pairs into one)" if isinstance(got, list | tuple) else ""
-                c.fail(
-                    f"{what}: return a dict of GRPOConfig fields, {{field: value}}; got {type(got).__name__}{pairs}",
-                    named=bool(pairs),
-                )
-            c.passed += 1
-            unknown = sorted(set(got) - set(TRL_DEFAULTS))
-            if unknown:
-                why = (
-                    " (the batch, sampling and optimizer fields come from TrainConfig: grpo_trainer sets them)"
-                    if set(unknown) & _TRAIN_CONFIG_FIELDS
-                    else ""
-                )
-                c.fail(
-                    f"{what}: {unknown} are not fields this mapping sets{why}; the fields are {sorted(TRL_DEFAULTS)}"
-                )
-            c.passed += 1
-            mine, want = _as_trl_reads(got), _as_trl_reads(_reference(algo, max_length))
-            if mine["sync_ref_model"] and not mine["beta"] and not want["beta"]:  # (a wrong beta is named below)
-                c.fail(
-                    f"{what}: sync_ref_model=True with beta={mine['beta']!r} (no KL term): TRL 1.16's "
-                    "GRPOTrainer raises ValueError on it (it builds no π_ref to sync); set the sync fields only "
-                    "when kl_coef > 0",
-                    named=True,
-                )
-            c.passed += 1
-            for key in TRL_DEFAULTS:
-                if mine[key] != want[key]:
-                    left_out = " (you left it out: TRL's default applies)" if key not in got else ""
-                    named = _mistake(key, mine[key], want[key], algo, mine)
-                    c.fail(
-                        f"{what}: {key} should be {want[key]!r}; TRL reads {mine[key]!r}{left_out} — "
-                        f"{named or WHY[key]}",
-                        named=named is not None,
-                    )
-                c.passed += 1
+            _check_mapping(c, what, algo, max_length, got)
+    _check_refusals(c, fn)
+
+
+def _check_mapping(c: Check, what: str, algo: AlgoConfig, max_length: int, got: Any) -> None:
+    """The learner's mapping for ``algo``: a dict of known fields, which TRL reads as the reference's."""
+    if not isinstance(got, dict):
+        pairs = " (dict(...) turns (field, value) pairs into one)" if isinstance(got, list | tuple) else ""
+        c.fail(
+            f"{what}: return a dict of GRPOConfig fields, {{field: value}}; got {type(got).__name__}{pairs}",
+            named=bool(pairs),
+        )
+    c.passed += 1
+    unknown = sorted(set(got) - set(TRL_DEFAULTS))
+    if unknown:
+        why = (
+            " (the batch, sampling and optimizer fields come from TrainConfig: grpo_trainer sets them)"
+            if set(unknown) & _TRAIN_CONFIG_FIELDS
+            else ""
+        )
+        c.fail(f"{what}: {unknown} are not fields this mapping sets{why}; the fields are {sorted(TRL_DEFAULTS)}")
+    c.passed += 1
+    mine, want = _as_trl_reads(got), _as_trl_reads(_reference(algo, max_length))
+    if mine["sync_ref_model"] and not mine["beta"] and not want["beta"]:  # (a wrong beta is named below)
+        c.fail(
+            f"{what}: sync_ref_model=True with beta={mine['beta']!r} (no KL term): TRL 1.16's "
+            "GRPOTrainer raises ValueError on it (it builds no π_ref to sync); set the sync fields only "
+            "when kl_coef > 0",
+            named=True,
+        )
+    c.passed += 1
+    for key in TRL_DEFAULTS:
+        if mine[key] != want[key]:
+            left_out = " (you left it out: TRL's default applies)" if key not in got else ""
+            named = _mistake(key, mine[key], want[key], algo, mine)
+            c.fail(
+                f"{what}: {key} should be {want[key]!r}; TRL reads {mine[key]!r}{left_out} — {named or WHY[key]}",
+                named=named is not None,
+            )
+        c.passed += 1
+
+
+def _check_refusals(c: Check, fn: Callable) -> None:
+    """The algorithms TRL has no counterpart for: the learner's function raises ValueError."""
     for what, algo, why in REFUSED:
         try:
             got = fn(algo, 8)
