@@ -2,6 +2,8 @@
 line's flags on top of them."""
 
 import dataclasses
+import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,67 +13,36 @@ from minirl.lm.recipes import RECIPES, lm_algorithm, model_kind, recipe_for, sft
 from minirl.train import TrainConfig
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
-# The recipes as they were written before LMRecipe (``RUN_DEFAULTS`` of minirl/lm_train.py): the results files
-# keep these keys and values.
-BEFORE = {
-    "tiny": dict(
-        system=None,
-        learning_rate=3e-4,
-        steps=150,
-        prompts_per_step=16,
-        group_size=8,
-        max_new_tokens=10,
-        sft_steps=1000,
-        sft_learning_rate=1.5e-3,
-        few_shot=0,
-        eval_prompts=200,
-        eval_every=25,
-        threads=1,
-        trainable_layers=None,
-        kl_coef=0.02,
-        unseen_answers=20,
-    ),
-    "pretrained": dict(
-        learning_rate=1e-4,
-        steps=80,
-        prompts_per_step=8,
-        group_size=8,
-        max_new_tokens=10,
-        sft_steps=0,
-        sft_learning_rate=1e-5,
-        few_shot=1,
-        system="You sort numbers.",
-        eval_prompts=200,
-        eval_every=20,
-        threads=None,
-        trainable_layers=10,
-        kl_coef=0.0,
-        unseen_answers=20,
-    ),
-    "pretrained-cuda": dict(
-        learning_rate=3e-5,
-        steps=30,
-        prompts_per_step=32,
-        group_size=16,
-        max_new_tokens=16,
-        sft_steps=0,
-        sft_learning_rate=1e-5,
-        few_shot=1,
-        system="You sort numbers.",
-        eval_prompts=200,
-        eval_every=5,
-        threads=None,
-        trainable_layers=None,
-        kl_coef=0.02,
-        unseen_answers=20,
-    ),
-}
+ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_recipes_keep_their_values_and_keys():
-    assert set(RECIPES) == set(BEFORE)
-    for kind, values in BEFORE.items():
+def measured_settings() -> dict[str, dict]:
+    """The settings README's language-model figures were measured with (``results/bench_lm.json``)."""
+    figures = json.loads((ROOT / "results" / "bench_lm.json").read_text())["figures"]
+    return {"tiny": figures["tiny"]["settings"], figures["smollm2"]["recipe"]: figures["smollm2"]["settings"]}
+
+
+def test_the_cpu_recipes_are_the_ones_readme_measured():
+    """A recipe changed without a new ``minirl bench --lm --save`` would leave README's figures describing
+    another run: re-measure (CONTRIBUTING, 'Measured figures'), then this test passes again."""
+    measured = measured_settings()
+    assert set(measured) == {"tiny", "pretrained"}
+    for kind, values in measured.items():
         assert dataclasses.asdict(RECIPES[kind]) == values, kind
+
+
+def test_the_gpu_recipe_is_the_one_its_stale_record_names():
+    """The GPU figures (labelled as measured before the fixes) came from these knobs; see README, 'SmolLM2 on a
+    GPU'."""
+    recipe = json.loads((ROOT / "results" / "smollm2_gpu_h100_before_fixes.json").read_text())["figures"]["recipe"]
+    cuda = RECIPES["pretrained-cuda"]
+    assert f"{cuda.prompts_per_step} prompts x {cuda.group_size} responses" == recipe["samples_per_step"]
+    assert (cuda.learning_rate, cuda.steps, cuda.kl_coef, cuda.eval_prompts) == (
+        recipe["learning_rate"],
+        recipe["steps"],
+        recipe["kl_coef"],
+        recipe["held_out_prompts"],
+    )
 
 
 def test_a_recipe_is_frozen_and_with_changes_a_copy():
@@ -82,7 +53,7 @@ def test_a_recipe_is_frozen_and_with_changes_a_copy():
         RECIPES["tiny"] = tiny  # the table is read-only too
     short = tiny.with_(steps=3, sft_steps=0)
     assert (short.steps, short.sft_steps, tiny.steps, tiny.sft_steps) == (3, 0, 150, 1000)
-    assert dataclasses.asdict(short) == {**BEFORE["tiny"], "steps": 3, "sft_steps": 0}
+    assert dataclasses.asdict(short) == {**dataclasses.asdict(tiny), "steps": 3, "sft_steps": 0}
     with pytest.raises(ValueError, match=r"unknown LMRecipe setting\(s\) \['step'\]"):
         tiny.with_(step=3)
 
@@ -115,9 +86,8 @@ def test_the_recipe_of_a_model_and_device():
 
 
 def test_the_recipe_builds_the_task_with_its_prompt():
-    for kind, values in BEFORE.items():
-        prompt = dict(few_shot=values["few_shot"], system=values["system"], n_unseen_answers=values["unseen_answers"])
-        recipe = RECIPES[kind]
+    for recipe in RECIPES.values():
+        prompt = dict(few_shot=recipe.few_shot, system=recipe.system, n_unseen_answers=recipe.unseen_answers)
         assert recipe.task() == TextSortTask(n_numbers=3, max_value=9, **prompt)
         assert recipe.task(n_numbers=4, max_value=7) == TextSortTask(n_numbers=4, max_value=7, **prompt)
         assert recipe.addition_task(digits=2) == TextAdditionTask(digits=2, **prompt)
