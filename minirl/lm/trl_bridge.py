@@ -240,6 +240,8 @@ def trl_loss_inputs(
     prompt_ids, prompt_mask = policy.encode_prompts(prompts)
     if prompt_ids.shape[0] != batch:
         raise ValueError(f"prompts must hold one prompt per rollout row ({batch}); got {prompt_ids.shape[0]}")
+    if rollout.mask is None:
+        raise ValueError("rollout.mask must be given (TRL's completion_mask); a CausalLMPolicy's rollouts have one")
     rows = "batch trial pos -> (batch trial) pos"
     inputs = {
         "prompt_ids": prompt_ids.repeat_interleave(trial, dim=0),
@@ -276,7 +278,7 @@ def text_task_reward(task):
     ``task.rewards``, as minirl's loop does.
     """
 
-    def reward(completions, numbers, **kwargs) -> list[float]:
+    def reward(completions, numbers, **kwargs) -> list[float | None]:  # TRL's RewardFunc type (None: not scored)
         texts = [c[-1]["content"] if isinstance(c, list) else c for c in completions]
         prompts = [task.prompt(problem) for problem in numbers]
         return [float(r) for r in task.rewards(prompts, [[text] for text in texts])[:, 0]]
@@ -316,7 +318,9 @@ def grpo_trainer(
     """
     os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
     from transformers import PrinterCallback
-    from trl import GRPOConfig, GRPOTrainer
+
+    # trl's documented names; its lazy __init__ has no static __all__, so pyright takes them for private re-exports
+    from trl import GRPOConfig, GRPOTrainer  # pyright: ignore[reportPrivateImportUsage]
 
     algo = config.algo  # an AlgoConfig, with config.inner_epochs already applied (TrainConfig)
     if algo.kl_coef > 0 and not isinstance(model, str | os.PathLike):
