@@ -139,7 +139,7 @@ def smollm2_gguf_path() -> Path:
         ) from err
     for file in dist.files or ():
         if file.name == SMOLLM2_GGUF:
-            path = Path(dist.locate_file(file))
+            path = Path(str(dist.locate_file(file)))
             if path.is_file():
                 return path
     raise FileNotFoundError(
@@ -210,7 +210,8 @@ def load_policy(
         ) from err
     if cache is not None and name == SMOLLM2_ALIAS:  # first load from the GGUF file: keep the float copy
         _save_quietly(model, tokenizer, cache)
-    return CausalLMPolicy(model.to(device).eval(), tokenizer, **policy_kwargs)
+    # transformers' `to` is wrapped by functools.wraps, whose type pyright does not bind as a method (self unbound)
+    return CausalLMPolicy(model.to(device).eval(), tokenizer, **policy_kwargs)  # pyright: ignore[reportArgumentType]
 
 
 def smollm2_folder(fallback: str | os.PathLike) -> Path:

@@ -168,7 +168,9 @@ class CausalLMPolicy(nn.Module):
             raise ValueError("tokenizer must have an eos_token (the token that ends a response)")
         if getattr(tokenizer, "chat_template", None) is None:
             raise ValueError("tokenizer must have a chat_template (prompts are rendered as chats)")
-        self.model = model
+        # Any: the code below uses the transformers API (generate, get_decoder, save_pretrained), which nn.Module's
+        # typing does not know, and PreTrainedModel lacks generate (GenerationMixin's; Python has no intersection type)
+        self.model: Any = model
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
         self.share_prompt_cache = share_prompt_cache
