@@ -186,7 +186,7 @@ def _given_names(cls, excluded: set[str]) -> list[str]:
     return [f.name for f in dataclasses.fields(cls) if f.name not in excluded]
 
 
-def _config(args: argparse.Namespace, algo: str, seed: int, progress: bool):
+def _config(args: argparse.Namespace, algo: str, seed: int, progress: bool) -> TrainConfig | MazeTrainConfig:
     """The TrainConfig or MazeTrainConfig of one (algorithm, seed) on a toy task."""
     if _is_maze(args.task):
         return MazeTrainConfig(
@@ -199,6 +199,11 @@ def _config(args: argparse.Namespace, algo: str, seed: int, progress: bool):
         progress=progress,
         **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED),
     )
+
+
+def _label(config: TrainConfig | MazeTrainConfig) -> str:
+    """A toy run's name: the maze's method, or the algorithm's name."""
+    return config.method if isinstance(config, MazeTrainConfig) else config.algo.name
 
 
 def run_summary(task: str, label: str, history: History) -> str:
@@ -364,7 +369,7 @@ def _run(args: argparse.Namespace, algos: list[str], seeds: list[int]) -> dict[s
     # parallel runs' progress bars would interleave: then run_all shows one bar over the runs instead
     per_run_bar = not args.no_progress and workers == 1
     configs = {algo: [_config(args, algo, seed, per_run_bar) for seed in seeds] for algo in algos}
-    labels = {algo: (group[0].method if _is_maze(args.task) else group[0].algo.name) for algo, group in configs.items()}
+    labels = {algo: _label(group[0]) for algo, group in configs.items()}
     runs = run_all(
         configs,
         workers=workers,
@@ -394,7 +399,8 @@ def _record(args: argparse.Namespace, seeds: list[int], default_name: str):
     """A ``minirl.results.Record`` named by ``--save`` (or ``default_name``), started now; None without ``--save``."""
     from minirl.results import Record
 
-    return Record(_save_name(args.save, default_name), seeds=seeds) if args.save is not None else None
+    name = _save_name(args.save, default_name)  # None exactly when args.save is None
+    return Record(name, seeds=seeds) if name is not None else None
 
 
 # ---- the commands ---------------------------------------------------------------------------------------------

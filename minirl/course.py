@@ -299,7 +299,8 @@ def read_notebook(path: Path):
 
 def notebook_text(nb) -> str:
     """The exact text written for a notebook: nbformat v4 JSON, sorted keys, trailing newline."""
-    text = nbformat.writes(nb, version=4)
+    # nbformat's `version` is unannotated, so pyright takes its type from the default (a sentinel object)
+    text = nbformat.writes(nb, version=4)  # pyright: ignore[reportArgumentType]
     return text if text.endswith("\n") else text + "\n"
 
 
@@ -377,7 +378,7 @@ def stale_notebooks(solutions_dir: str | Path = "solutions", notebooks_dir: str 
 
 def main(argv: list[str] | None = None) -> int:
     """``python -m minirl.course {build,check}``; returns the exit status."""
-    parser = argparse.ArgumentParser(prog="python -m minirl.course", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m minirl.course", description=(__doc__ or "").split("\n")[0])
     parser.add_argument(
         "command",
         choices=["build", "check"],

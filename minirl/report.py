@@ -567,7 +567,7 @@ def outside_blocks(text: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minirl.report", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m minirl.report", description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if a block differs from its record")
     args = parser.parse_args(argv)
     if args.check:

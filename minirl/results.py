@@ -501,7 +501,7 @@ def run_notebook_full(notebook: str | Path, timeout: int = 7200) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m minirl.results", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m minirl.results", description=(__doc__ or "").split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     p_show = sub.add_parser("show", help="print a record")
     p_show.add_argument("name")

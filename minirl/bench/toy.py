@@ -15,6 +15,7 @@ Timings are wall-clock on whatever machine runs this. ``--save`` keeps every fig
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -41,7 +42,7 @@ def _first_reaching(history: History, metric: str, threshold: float) -> float | 
     return None
 
 
-def _table(header: list[str], rows: list[list[str]]) -> str:
+def _table(header: list[str], rows: Sequence[Sequence[object]]) -> str:
     widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
     lines = [fmt.format(*header), fmt.format(*["-" * w for w in widths])]
@@ -75,7 +76,7 @@ def bench_large(seeds: int, budget: float, algos: list[str]) -> tuple[bool, dict
             )
             results.setdefault(algo, []).append(train(config)[1])
     mean_exact = {a: float(np.mean([h.evals[-1]["greedy_exact"] for h in hs])) for a, hs in results.items()}
-    best = max(mean_exact, key=mean_exact.get)
+    best = max(mean_exact, key=mean_exact.__getitem__)
     # the ceiling: as many optimiser updates as the best RL run made (steps x inner epochs), each
     # on as many prompts as one RL batch, with the same model; its own (supervised) learning rate
     ceilings = []
@@ -91,7 +92,7 @@ def bench_large(seeds: int, budget: float, algos: list[str]) -> tuple[bool, dict
         )[1]
         ceilings.append(sup.evals[-1]["greedy_exact"])
     ceiling = float(np.mean(ceilings))
-    rows = [["supervised ceiling", "-", f"{ceiling:.1%}", "100%"]]
+    rows: list[list[str | int]] = [["supervised ceiling", "-", f"{ceiling:.1%}", "100%"]]
     figures = {"budget_s": budget, "ceiling": ceiling, "ceilings": ceilings, "best": best, "methods": {}}
     for algo, hs in results.items():
         steps = int(np.mean([len(h) for h in hs]))

@@ -145,6 +145,8 @@ def _trl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     seconds = time.perf_counter() - start
     history = trl_history(trainer)
     tokens = float(history["response_length"].sum()) * s["prompts_per_step"] * s["group_size"]
+    if trainer.model is None:
+        raise RuntimeError("TRL's GRPOTrainer has no model after training")
     policy = CausalLMPolicy(trainer.model.eval(), loaded.tokenizer, max_new_tokens=s["max_new_tokens"])
     ev = evaluate(policy, config.task, s["eval_prompts"], torch.Generator().manual_seed(10_000 + seed), sampled=False)
     return {

@@ -71,7 +71,7 @@ EOS_EXPECTED = [
 ]
 
 
-def _eos_mistakes(tokens: torch.Tensor, eos: int) -> list[tuple[torch.Tensor, str]]:
+def _eos_mistakes(tokens: torch.Tensor, eos: int) -> list[tuple[torch.Tensor | None, str]]:
     is_eos = (tokens == eos).long()
     pos = torch.arange(tokens.shape[-1])
     last = torch.where(is_eos.bool(), pos, -1).amax(-1, keepdim=True)  # the last EOS, -1 without one
