@@ -7,3 +7,24 @@
 Each module is imported by name (``from minirl.bench.lm import run_lm_benchmark``): the language-model ones
 load more than the toy one needs.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from minirl.results import Record
+
+__all__ = ["finish"]
+
+
+def finish(record: Record, targets: dict[str, bool], save: str | None, quick: bool) -> int:
+    """Print each target's PASS or FAIL, keep them in ``record`` (saved when ``save`` names a results file) and
+    return the exit status: 0 when every target passed, or in a ``quick`` run (too short to judge them)."""
+    record.figures["targets"] = targets
+    print("\nSummary")
+    for name, passed in targets.items():
+        print(f"  {'PASS' if passed else 'FAIL'}  {name}")
+    if save is not None:
+        record.save()
+    return 0 if quick or all(targets.values()) else 1

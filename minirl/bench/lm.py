@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from minirl.bench import finish
 from minirl.lm.models import SMOLLM2_ALIAS, load_policy
 from minirl.lm.recipes import RECIPES, LMRecipe, model_kind
 from minirl.results import Record, history_figures
@@ -242,10 +243,4 @@ def run_lm_benchmark(
         f"SmolLM2: mean >= 90% within {TARGET_MINUTES:.0f} min of training": smol_summary["after"]["mean"] >= 0.90
         and all(within),
     }
-    record.figures["targets"] = ok
-    print("\nSummary")
-    for name, passed in ok.items():
-        print(f"  {'PASS' if passed else 'FAIL'}  {name}")
-    if save is not None:
-        record.save()
-    return 0 if quick or all(ok.values()) else 1
+    return finish(record, ok, save, quick)

@@ -22,6 +22,7 @@ import torch
 
 from minirl import TrainConfig, train, train_supervised
 from minirl.algorithms import ALGORITHMS
+from minirl.bench import finish
 from minirl.history import History
 from minirl.results import Record
 from toy_envs.sorting import SortingTask
@@ -194,10 +195,4 @@ def run_benchmark(quick: bool = False, seeds: int = 3, save: str | None = None) 
         if quick and key == "ladder":
             continue
         verdicts[name], record.figures[key] = part()
-    record.figures["targets"] = verdicts
-    print("\nSummary")
-    for name, ok in verdicts.items():
-        print(f"  {'PASS' if ok else 'FAIL'}  {name}")
-    if save is not None:
-        record.save()
-    return 0 if all(verdicts.values()) or quick else 1
+    return finish(record, verdicts, save, quick)

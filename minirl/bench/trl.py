@@ -235,6 +235,7 @@ def run_trl_benchmark(quick: bool = False, seed: int | None = None, seeds: int =
     except ImportError:
         print("minirl bench --trl needs TRL: pip install -e '.[trl]'")
         return 2
+    from minirl.bench import finish
     from minirl.results import Record
 
     seed_list = [seed] if seed is not None else list(range(1 if quick else seeds))
@@ -263,10 +264,4 @@ def run_trl_benchmark(quick: bool = False, seed: int | None = None, seeds: int =
                 ok["tiny: reward not worse than TRL's beyond 2 standard errors"] = verdict
             else:
                 ok["SmolLM2: minirl no slower than TRL"] = mine[0]["s_per_step"] <= theirs[0]["s_per_step"]
-    record.figures["targets"] = ok
-    print("\nSummary")
-    for name, passed in ok.items():
-        print(f"  {'PASS' if passed else 'FAIL'}  {name}")
-    if save is not None:
-        record.save()
-    return 0 if quick or all(ok.values()) else 1
+    return finish(record, ok, save, quick)
