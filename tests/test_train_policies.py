@@ -1,8 +1,6 @@
 """The loop generalised to any Policy: the toy runs are unchanged, and micro-batches give the whole batch's gradient."""
 
 import dataclasses
-import json
-from pathlib import Path
 
 import pytest
 import torch
@@ -21,48 +19,18 @@ from minirl.protocols import (
 )
 from minirl.toy.policy import ToyPolicy, as_policy
 from minirl.train import policy_update, rollout_log_probs
+from tests import goldens
+from tests.goldens import CASES
 from tests.tolerances import assert_close_f32
 from toy_envs import SortingTask, VariableLengthSortingTask
 from toy_envs.text_tasks import TextSortTask
 
-GOLDEN = Path(__file__).parent / "data" / "toy_histories_before_policy_contract.json"
-CASES = {
-    "grpo_3x5": dict(task=SortingTask(vocab_size=5, length=3), algo="grpo"),
-    "naive_3x5": dict(task=SortingTask(vocab_size=5, length=3), algo="naive"),
-    "clipped_3x5": dict(task=SortingTask(vocab_size=5, length=3), algo="clipped"),
-    "gspo_4x6": dict(task=SortingTask(vocab_size=6, length=4), algo="gspo"),
-    "process_3x5": dict(task=SortingTask(vocab_size=5, length=3), algo="grpo_process"),
-    "dapo_var": dict(task=VariableLengthSortingTask(vocab_size=6, max_length=4), algo="dapo"),
-    "drgrpo_var": dict(task=VariableLengthSortingTask(vocab_size=6, max_length=4), algo="dr_grpo"),
-}
 
-
-# Since the golden record: a variable-length run's entropy is measured (and its entropy bonus applied) over
-# real tokens only, which changes dapo_var and drgrpo_var from their first step; they are compared with a
-# record made after that fix. And β = 0 runs now measure their KL to the initial policy (the record has 0).
-GOLDEN_REAL_TOKENS = Path(__file__).parent / "data" / "toy_histories_entropy_over_real_tokens.json"
-VARIABLE = ("dapo_var", "drgrpo_var")
-
-
-def _toy_history(name):
-    return train(
-        TrainConfig(
-            steps=30,
-            prompts_per_step=16,
-            group_size=8,
-            eval_every=10,
-            eval_prompts=200,
-            progress=False,
-            seed=3,
-            **CASES[name],
-        )
-    )[1]
-
-
-@pytest.mark.parametrize("name", sorted(CASES))
-def test_toy_histories_match_the_loop_before_the_policy_contract(name):
-    """Recorded with the toy-only loop (commit be307dd): the generalised loop gives the same numbers, up to the
-    drift of float32 rounding along 30 training steps.
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_seeded_toy_runs_reproduce_their_golden_histories(case):
+    """The goldens (tests/goldens.py says what each records): the fixed-length runs were recorded with the toy-only
+    loop (commit be307dd), so the generalised loop gives the same numbers; the variable-length runs once a
+    response's entropy counted its real tokens only. Both up to the drift of float32 rounding along 30 steps.
 
     A run is a chain: each step's rounding (a few ulps, another CPU's kernels round differently) moves the
     weights the next step starts from, and Adam, which divides each update by its running size, passes the
@@ -71,15 +39,16 @@ def test_toy_histories_match_the_loop_before_the_policy_contract(name):
     absolute for values under 0.05. Allowed: rel 1e-4 and abs 1e-5 (the metrics are means of terms of size
     ~0.1-1), over 10x that. Any change to the algorithm moves these numbers by 1e-3 or more within a few
     steps, and a different sample (a discrete draw) moves the mean reward of 128 responses by ~1e-2."""
-    golden = json.loads((GOLDEN_REAL_TOKENS if name in VARIABLE else GOLDEN).read_text())[name]
-    h = _toy_history(name)
-    measured_kl = ALGORITHMS[CASES[name]["algo"]].kl_coef == 0
+    golden = goldens.load(case)
+    h = goldens.toy_history(case)
+    # β = 0 runs measure their KL to the initial policy since commit 5a7afbd; the fixed-length golden has kl = 0
+    kl_measured_since = ALGORITHMS[CASES[case]["algo"]].kl_coef == 0 and case in goldens.GOLDENS[0].cases
     for kind, got in (("records", h.records), ("evals", h.evals)):
         want = golden[kind]
         assert len(got) == len(want)
         for step, (w, g) in enumerate(zip(want, got)):
             for key, value in w.items():
-                if key == "kl" and measured_kl and name not in VARIABLE:
+                if key == "kl" and kl_measured_since and value == 0:
                     assert g[key] > 0 or step == 0, (kind, step, key)  # the drift from the initial policy
                     continue
                 assert g[key] == pytest.approx(value, rel=1e-4, abs=1e-5), (kind, step, key)
@@ -192,7 +161,7 @@ def test_train_with_micro_batches_matches_train_without():
     ]
     for a, b in zip(runs[0].records, runs[1].records):
         assert b["reward"] == a["reward"]  # the same samples: the same rewards, exactly
-        # the drift of float32 rounding along a run, as in test_toy_histories_match_the_loop_before_the_policy_contract
+        # the drift of float32 rounding along a run, as in test_seeded_toy_runs_reproduce_their_golden_histories
         assert b["loss"] == pytest.approx(a["loss"], rel=1e-4, abs=1e-5)
     for key in ("zero_variance_groups", "gen_seconds", "update_seconds", "tokens_per_second", "response_length"):
         assert len(runs[0][key]) == 5, key
