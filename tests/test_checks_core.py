@@ -1,5 +1,6 @@
-"""What every exercise check must do, whatever it checks: pass the reference, call a stub "not
-implemented yet", raise in strict mode, and report any exception from the learner's code in one line."""
+"""The checks' machinery (minirl.checks._core), and what every exercise check must do, whatever it checks: pass
+the reference, call a stub "not implemented yet", raise in strict mode, report any exception from the learner's
+code in one line, and accept a correct function computed in another order."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from check_helpers import ALL_CHECKS, REFERENCES, caught, nudged, run, stub
 
 import minirl
 from minirl import checks
-from minirl.checks._core import RTOL, Check, CheckFailure, numbers_close, tensors_close
+from minirl.checks import check_compute_deltas, tiny_forward, use_reference
+from minirl.checks._core import RTOL, Check, CheckFailure, format_tensor, numbers_close, tensors_close
 
 by_name = pytest.mark.parametrize("check", ALL_CHECKS, ids=lambda c: c.__name__)
 
@@ -332,3 +334,64 @@ def test_close_names_a_mistake_on_the_mistakes_own_scale():
     summed = want * 40 + torch.tensor([4e-4, -4e-4])  # a sum for a mean, with a sum's own float32 noise
     with pytest.raises(CheckFailure, match="you summed"):  # 4e-4 off: within 1e-4 of the sum's scale 20, not of 1
         c.close(summed, want, "loss", [(want * 40, "you summed; take the mean")])
+
+
+# ---- the machinery (minirl.checks._core: Check, format_tensor, use_reference) --------------------------------
+
+
+def test_a_value_instead_of_a_function(capsys):
+    caught(check_compute_deltas, 3.0, capsys, "expected a function", "check_compute_deltas(compute_deltas)")
+
+
+def test_checks_never_modify_global_rng(capsys):
+    torch.manual_seed(0)
+    state = torch.get_rng_state()
+    for check in ALL_CHECKS:
+        check(REFERENCES[check])
+    assert torch.equal(torch.get_rng_state(), state)
+
+
+def test_shape_message():
+    c = Check("compute_log_probs")
+    with pytest.raises(
+        CheckFailure,
+        match=r"^log_probs: expected shape \[batch, trial, pos\] = \[2, 4, 3\], "
+        r"got \[2, 3\] — keep the trial axis$",
+    ):
+        c.shape(torch.zeros(2, 3), [2, 4, 3], "batch, trial, pos", "log_probs", {(2, 3): "keep the trial axis"})
+    assert c.shape(torch.zeros(2, 4, 3), [2, 4, 3], "batch, trial, pos", "log_probs") is not None
+    assert c.passed == 3  # is-a-tensor twice, right shape once
+
+
+def test_close_message_shows_expected_and_got():
+    c = Check("x")
+    with pytest.raises(CheckFailure, match=r"deltas: expected \[\[1\.0, 0\.3333\]\], got \[\[1\.0, 0\.5\]\]"):
+        c.close(torch.tensor([[1.0, 0.5]]), torch.tensor([[1.0, 1 / 3]]), "deltas")
+    with pytest.raises(CheckFailure, match="deltas: wrong sign"):
+        c.close(
+            torch.tensor([-1.0, -2.0]), torch.tensor([1.0, 2.0]), "deltas", [(torch.tensor([-1.0, -2.0]), "wrong sign")]
+        )
+    with pytest.raises(CheckFailure, match=r"wrong values at \[1, 2\]: expected 0\.0, got 5\.0"):
+        big = torch.zeros(4, 5)
+        c.close(big.clone().index_put_((torch.tensor(1), torch.tensor(2)), torch.tensor(5.0)), big, "x")
+    assert format_tensor(torch.tensor(float("nan"))) == "nan"
+    assert format_tensor(torch.arange(20.0)).startswith("<tensor of shape [20]: 0.0, 1.0")
+
+
+def test_use_reference(capsys):
+    def compute_deltas(rewards, mode):
+        raise NotImplementedError
+
+    assert use_reference(compute_deltas, minirl.compute_deltas, False) is minirl.compute_deltas
+    assert capsys.readouterr().out == "↪ compute_deltas: using the reference minirl.compute_deltas from here on\n"
+    assert use_reference(compute_deltas, minirl.compute_deltas, True) is compute_deltas
+    assert "using your version" in capsys.readouterr().out
+    assert use_reference(None, tiny_forward, True) is tiny_forward
+    assert "minirl.checks.tiny_forward" in capsys.readouterr().out
+
+
+def test_package_exports_every_check():
+    assert {c.__name__ for c in ALL_CHECKS} <= set(checks.__all__)
+    assert {"use_reference", "exercise_check", "Check", "tiny_forward"} <= set(checks.__all__)
+    for name in checks.__all__:
+        assert hasattr(checks, name)

@@ -154,15 +154,6 @@ def test_continuous_case_lies_on_both_sides_of_the_librarys_boundary():
     assert spreads[0] == 2.0**-24  # one float32 ulp of 0.9
 
 
-def test_zero_variance_fraction_reference():
-    assert minirl.zero_variance_fraction(torch.tensor([[1.0, 1.0], [0.0, 1.0]])) == 0.5
-    assert minirl.zero_variance_fraction(torch.tensor([[3.0]])) == 1.0  # a group of one is all equal
-    with pytest.raises(ValueError, match=r"\[batch, trial\]"):
-        minirl.zero_variance_fraction(torch.zeros(4))
-    with pytest.raises(ValueError, match="at least one group"):
-        minirl.zero_variance_fraction(torch.zeros(0, 4))
-
-
 @pytest.mark.parametrize(
     "wrong, keywords",
     [

@@ -1,5 +1,5 @@
-"""The language-model recipes (``minirl.lm.recipes.LMRecipe``): their values, what they build, and the command
-line's flags on top of them."""
+"""The language-model recipes (``minirl.lm.recipes.LMRecipe``): their values, what they build, the command line's
+flags on top of them, and the answers they hold out (which ``evaluate`` reports as a second held-out set)."""
 
 import dataclasses
 import json
@@ -10,7 +10,7 @@ import torch
 
 from minirl.lm import make_tiny_lm
 from minirl.lm.recipes import RECIPES, lm_algorithm, model_kind, recipe_for, sft_warm_start
-from minirl.train import TrainConfig
+from minirl.train import TrainConfig, evaluate
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -179,3 +179,31 @@ def test_the_command_line_flags_are_the_recipe_with_changes():
         with pytest.raises(SystemExit) as exit_info:
             parse(base + ["--trainable-layers", bad])
         assert exit_info.value.code == 2
+
+
+def test_the_recipes_hold_out_answers_and_evaluate_reports_both_sets():
+    task = RECIPES["pretrained"].task()
+    assert task.n_unseen_answers == RECIPES["pretrained"].unseen_answers > 0
+
+    class Copier(torch.nn.Module):  # answers every prompt by copying its numbers: right exactly when already sorted
+        cheap_reference = False  # a whole minirl.protocols.Policy: torch.nn.Module gives the rest
+        device = torch.device("cpu")
+
+        def sample(self, prompts, group_size, *, temperature, generator=None):
+            raise AssertionError("evaluate(sampled=False) must not sample")
+
+        def score(self, prompts, rollout, *, temperature):
+            raise AssertionError("evaluate must not score")
+
+        def greedy(self, prompts):
+            from minirl.protocols import Rollout
+
+            answers = [[", ".join(str(v) for v in p.numbers)] for p in prompts]
+            return Rollout(torch.zeros(len(prompts), 1, 1, dtype=torch.long), None, answers, 1)
+
+    out = evaluate(Copier(), task, 50, sampled=False)
+    unseen = task.unseen_answer_prompts(50)
+    want = sum(list(p.numbers) == sorted(p.numbers) for p in unseen) / len(unseen)
+    # evaluate takes a float32 mean of 50 booleans: the sum is exact, the division rounds once (half an ulp)
+    assert out["unseen_greedy_exact"] == pytest.approx(want, rel=2**-24)
+    assert out["unseen_greedy_format"] == 1.0

@@ -1,6 +1,6 @@
 """Preference pairs, whole-response log-probabilities and the reward model's trainer, against
 hand-computed numbers. (The Bradley–Terry and DPO losses are tested in test_losses.py, the reward
-model itself in test_model_sampling.py.)"""
+model itself in test_toy_model.py.)"""
 
 from __future__ import annotations
 

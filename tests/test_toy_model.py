@@ -1,13 +1,13 @@
-"""TinyEncoderDecoder, the reward model on the same encoder, sampling and log-probabilities."""
+"""The toy model (minirl.toy.model): TinyEncoderDecoder's formula, its near-uniform start, the reward model on the
+same encoder (sampling and log-probabilities: test_toy_sampling.py)."""
 
 import math
 
 import pytest
 import torch
-import torch.nn.functional as F
 from einops import einsum
 
-from minirl import TinyEncoderDecoder, compute_log_probs, greedy_responses, sample_responses, token_entropy
+from minirl import TinyEncoderDecoder, token_entropy
 from minirl.toy.model import LearnedReward, RewardModel, encode
 from tests.tolerances import assert_close_f32
 
@@ -49,51 +49,6 @@ def test_model_bad_input():
         model(torch.zeros(2, 3))
     with pytest.raises(ValueError, match="embedding_dim must be a positive int; got 0"):
         TinyEncoderDecoder(5, 0, 3, 3)
-
-
-def test_sample_responses_shape_range_and_determinism():
-    model = small_model()
-    prompts = torch.tensor([[3, 1, 2], [0, 0, 4]])
-    a = sample_responses(model, prompts, 6, generator=torch.Generator().manual_seed(7))
-    b = sample_responses(model, prompts, 6, generator=torch.Generator().manual_seed(7))
-    c = sample_responses(model, prompts, 6, generator=torch.Generator().manual_seed(8))
-    assert a.shape == (2, 6, 3) and a.dtype == torch.long
-    assert torch.equal(a, b) and not torch.equal(a, c)
-    assert int(a.min()) >= 0 and int(a.max()) < 5
-
-
-def test_sampling_frequencies_match_the_policy():
-    model = small_model(dim=8)
-    prompts = torch.tensor([[4, 0, 2]])
-    samples = sample_responses(model, prompts, 20000, generator=torch.Generator().manual_seed(0))
-    probs = F.softmax(model(prompts), dim=-1)[0]  # [pos, vocab]
-    freq = F.one_hot(samples[0], 5).float().mean(0)  # [pos, vocab]
-    assert (freq - probs).abs().max().item() < 0.015  # 4-5 standard errors at n = 20000
-
-
-def test_low_temperature_is_nearly_greedy():
-    model = small_model(dim=8)
-    prompts = torch.tensor([[4, 0, 2], [1, 1, 3]])
-    cold = sample_responses(model, prompts, 50, temperature=1e-3, generator=torch.Generator().manual_seed(0))
-    assert torch.equal(cold, greedy_responses(model, prompts).expand(-1, 50, -1))
-    with pytest.raises(ValueError, match="temperature must be > 0"):
-        sample_responses(model, prompts, 2, temperature=0.0)
-    with pytest.raises(ValueError, match="num_responses must be a positive int; got 0"):
-        sample_responses(model, prompts, 0)
-
-
-def test_compute_log_probs_values():
-    model = small_model()
-    prompts = torch.tensor([[3, 1, 2]])
-    responses = torch.tensor([[[0, 1, 2], [4, 4, 4]]])
-    lp = compute_log_probs(prompts, responses, model)
-    assert lp.shape == (1, 2, 3)
-    table = F.log_softmax(model(prompts), dim=-1)[0]  # [pos, vocab]
-    expected = torch.stack([table[torch.arange(3), responses[0, t]] for t in range(2)]).unsqueeze(0)
-    torch.testing.assert_close(lp, expected)
-    assert (lp <= 0).all()
-    with pytest.raises(ValueError, match=r"responses must have shape \[batch, trial, pos\] with batch = 1"):
-        compute_log_probs(prompts, responses[0], model)
 
 
 # ---- the reward model ---------------------------------------------------------------------------

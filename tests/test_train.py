@@ -1,27 +1,22 @@
-"""The training loop: determinism, learning happens, every preset stays finite, History and plots."""
+"""The training loop: determinism, learning happens, every preset stays finite (History: test_history.py; the
+curves: test_plotting.py)."""
 
 import math
 
-import matplotlib
-import numpy as np
 import pytest
 import torch
 
 from minirl import (
     ALGORITHMS,
     AlgoConfig,
-    History,
     TrainConfig,
     evaluate,
-    plot_reward_curves,
-    smooth_centered,
     train,
     train_supervised,
 )
 from tests.tolerances import assert_close_f32
 from toy_envs import SortingTask
 
-matplotlib.use("Agg")
 TASK = SortingTask(vocab_size=5, length=3)
 
 
@@ -160,42 +155,6 @@ def test_supervised_periodic_evaluation_and_demonstrations():
     assert h.evals[-1]["greedy_exact"] < 0.25 and h.evals[-1]["greedy_position_acc"] > 0.5
     with pytest.raises(ValueError, match="eval_every must be >= 0"):
         train_supervised(TASK, steps=5, batch_size=4, eval_every=-1)
-
-
-def test_history_json_roundtrip(tmp_path):
-    h = History(label="x", seed=1)
-    h.log(step=1, reward=0.5)
-    h.log_eval(step=1, greedy_exact=0.25)
-    h.to_json(tmp_path / "h.json")
-    back = History.from_json(tmp_path / "h.json")
-    assert back.records == h.records and back.evals == h.evals and back.label == "x"
-    with pytest.raises(KeyError, match="no metric 'rewrd'"):
-        h["rewrd"]
-
-
-def test_smooth_centered_hand_computed():
-    np.testing.assert_allclose(smooth_centered(np.array([0.0, 3.0, 6.0, 9.0]), 3), [1.5, 3.0, 6.0, 7.5])
-    np.testing.assert_allclose(smooth_centered(np.array([1.0, 2.0]), 1), [1.0, 2.0])
-
-
-def test_plot_reward_curves_mean_band_and_legend():
-    def fake(values, label="a", seed=0):
-        h = History(label=label, seed=seed)
-        for i, v in enumerate(values):
-            h.log(step=i + 1, reward=v)
-        return h
-
-    ax = plot_reward_curves({"grpo": [fake([0, 1, 2]), fake([2, 3, 4])], "naive": [fake([0, 0, 0])]}, smooth=1)
-    lines = ax.get_lines()
-    np.testing.assert_allclose(lines[0].get_ydata(), [1, 2, 3])  # mean over the two seeds
-    labels = [t.get_text() for t in ax.get_legend().get_texts()]
-    assert labels == ["grpo (2 seeds)", "naive (1 seed)"]
-    assert ax.get_xlabel() == "training step" and "reward" in ax.get_ylabel()
-    assert ax.get_legend().get_title().get_text() == ""  # smooth=1: raw points, no smoothing note
-    smoothed = plot_reward_curves({"grpo": [fake(list(range(60)))]})  # default window: 60 // 20 points
-    assert smoothed.get_legend().get_title().get_text() == "centred moving average over 3 points"
-    with pytest.raises(KeyError, match="not recorded"):
-        plot_reward_curves({"a": [fake([1])]}, metric="greedy_exact")
 
 
 def test_policy_update_is_the_loops_inner_step():

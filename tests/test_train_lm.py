@@ -1,5 +1,6 @@
-"""The one loop on a causal LM (the tiny model): learning happens, reruns are bit-identical, micro-batches give
-the whole batch's gradient, the supervised warm start and the command line work (the recipes: test_lm_recipes.py)."""
+"""The one loop (``minirl.train``) on a causal LM (the tiny model): learning happens, reruns are bit-identical,
+micro-batches give the whole batch's gradient, the supervised warm start and the command line work (the recipes:
+test_lm_recipes.py)."""
 
 import pytest
 import torch
