@@ -5,6 +5,8 @@ import os
 import shutil
 import tempfile
 
+import pytest
+
 os.environ.setdefault("MINIRL_FAST", "1")  # inherited by the notebook kernels nbval starts
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -37,7 +39,7 @@ _ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def pytest_configure(config):
-    config.addinivalue_line("markers", "smollm2: the test loads the shipped SmolLM2 (its float copy is made first)")
+    # the markers (notebook, smollm2, trl, slow) are declared in pyproject.toml, with --strict-markers
     # the cells whose stored output nbval compares (tag nbval-check-output: a notebook's banner and the figures
     # it prints from its full-mode record) name the device: mask it, whatever directory pytest runs from
     if getattr(config.option, "nbval_sanitize_with", "unset") is None:
@@ -46,15 +48,33 @@ def pytest_configure(config):
 
 def needs_smollm2(item) -> bool:
     """Whether a test item loads SmolLM2: it is marked ``smollm2`` or uses the ``smollm2_cache`` fixture
-    (tests/test_lm.py), or it runs one of SMOLLM2_NOTEBOOKS (nbval's cells of that notebook, or a test
-    parametrized by the notebook's path)."""
+    (tests/conftest.py), or it runs one of SMOLLM2_NOTEBOOKS: nbval's cells of that notebook, or a test marked
+    ``notebook`` and parametrized by the notebook's path (tests/test_learner_notebooks.py). A test that only reads
+    the notebook (tests/test_figures.py) does not."""
     if item.get_closest_marker("smollm2") is not None or "smollm2_cache" in getattr(item, "fixturenames", ()):
         return True
-    names = {item.path.name}
+    if item.path.name in SMOLLM2_NOTEBOOKS:
+        return True
     callspec = getattr(item, "callspec", None)
-    if callspec is not None:
-        names.update(os.path.basename(value) for value in callspec.params.values() if isinstance(value, os.PathLike))
-    return bool(names & SMOLLM2_NOTEBOOKS)
+    if callspec is None or item.get_closest_marker("notebook") is None:
+        return False
+    return any(
+        isinstance(value, os.PathLike) and os.path.basename(value) in SMOLLM2_NOTEBOOKS
+        for value in callspec.params.values()
+    )
+
+
+def pytest_collection_modifyitems(config, items):
+    """The markers that follow from a rule rather than from a test's own ``pytestmark``: every cell of a notebook
+    (nbval's items, from solutions/ or notebooks/) is ``notebook`` and ``slow``; every item that needs SmolLM2 is
+    ``smollm2`` and ``slow`` (the first one converts the model; each loads 135M parameters)."""
+    for item in items:
+        if item.path.suffix == ".ipynb":
+            item.add_marker(pytest.mark.notebook)
+            item.add_marker(pytest.mark.slow)
+        if needs_smollm2(item):
+            item.add_marker(pytest.mark.smollm2)
+            item.add_marker(pytest.mark.slow)
 
 
 def pytest_runtest_setup(item):

@@ -230,6 +230,7 @@ def _build(fields: dict, folder, tmp_path):
     )
 
 
+@pytest.mark.trl
 @pytest.mark.parametrize("name", list(RIGHT))
 def test_every_accepted_mapping_builds_a_grpo_trainer(name, tiny_folder, tmp_path):
     """A check must never call right what TRL rejects: each case of each accepted variant builds."""
@@ -240,6 +241,7 @@ def test_every_accepted_mapping_builds_a_grpo_trainer(name, tiny_folder, tmp_pat
             assert trainer.args.scale_rewards in ("group", "none"), what
 
 
+@pytest.mark.trl
 def test_trl_rejects_what_the_check_rejects_as_unbuildable(tiny_folder, tmp_path):
     """sync_ref_model=True without a KL term: TRL 1.16's GRPOTrainer raises ValueError (so the check says so)."""
     algo = dict(CASES)["grpo without KL"]
@@ -247,6 +249,7 @@ def test_trl_rejects_what_the_check_rejects_as_unbuildable(tiny_folder, tmp_path
         _build(refresh_without_kl(algo, 8), tiny_folder, tmp_path)
 
 
+@pytest.mark.trl
 def test_trl_defaults_are_grpo_configs(tmp_path):
     pytest.importorskip("trl", reason="TRL is an optional extra: pip install -e '.[trl]'")
     from trl import GRPOConfig

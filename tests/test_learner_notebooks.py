@@ -14,6 +14,9 @@ from minirl.checks._core import PENDING_MARK
 
 ROOT = Path(__file__).resolve().parents[1]
 LEARNER_NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# each runs a whole notebook in a fresh kernel: 4 s to 2 min on 2 cores (notebook 08 loads SmolLM2)
+pytestmark = [pytest.mark.notebook, pytest.mark.slow]
+
 CHECK_CALL = re.compile(r"^\s*\w+\s*=\s*check_\w+\(", re.MULTILINE)
 
 

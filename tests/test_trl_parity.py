@@ -18,6 +18,8 @@ import os
 import pytest
 import torch
 
+pytestmark = pytest.mark.trl
+
 trl = pytest.importorskip("trl", reason="TRL is an optional extra: pip install -e '.[trl]'")
 datasets = pytest.importorskip("datasets", reason="TRL needs datasets: pip install -e '.[trl]'")
 
@@ -383,6 +385,7 @@ def test_grpo_trainer_carries_the_train_config_over(tmp_path, model_dir):
         grpo_trainer(dataclasses.replace(config, algo="grpo"), policy.model, policy.tokenizer, MAX_LENGTH)
 
 
+@pytest.mark.slow
 def test_launch_script_runs_single_process(tmp_path):
     """scripts/trl_grpo.py, the script `accelerate launch` runs on many GPUs, in one process on the tiny model."""
     import subprocess
@@ -412,6 +415,7 @@ def test_launch_script_runs_single_process(tmp_path):
     assert "2 steps in" in result.stdout and "held-out greedy accuracy" in result.stdout
 
 
+@pytest.mark.slow
 def test_bench_trl_quick_prints_the_side_by_side_table():
     import contextlib
     import io
