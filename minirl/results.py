@@ -86,10 +86,14 @@ def _git(*args: str) -> str | None:
 
 
 def _commit() -> tuple[str | None, list[str]]:
-    """(HEAD's hash, the tracked files with uncommitted changes) of the checkout this package runs from."""
+    """(HEAD's hash, the tracked files with uncommitted changes) of the checkout this package runs from.
+
+    The records in ``results/`` do not count: a measurement never reads them, and a series of measurements in
+    one checkout (notebooks 01 to 06 in full mode, say) writes one after another."""
     commit = _git("rev-parse", "HEAD")
     changed = _git("status", "--porcelain", "--untracked-files=no")
-    return (commit.strip() if commit else None), [line[3:] for line in (changed or "").splitlines() if line.strip()]
+    paths = [line[3:] for line in (changed or "").splitlines() if line.strip()]
+    return (commit.strip() if commit else None), [p for p in paths if not p.startswith(f"{RESULTS_DIR.name}/")]
 
 
 def _cpu_model() -> str:

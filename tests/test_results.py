@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+import minirl.results
 from minirl.history import History
 from minirl.results import Record, history_figures, load, notebook_banner, record, results_path, show, summary_line
 
@@ -26,6 +27,14 @@ def test_a_record_keeps_its_figures_and_provenance(tmp_path, monkeypatch):
     line = summary_line(data)
     assert data["commit"][:7] in line and "minirl demo --seeds 2" in line
     assert not list(tmp_path.glob(".*.tmp"))  # written through a temporary file, renamed
+
+
+def test_dirty_names_changed_code_but_not_other_records(monkeypatch):
+    """A series of measurements in one checkout writes records one after another: they are not code changes."""
+    porcelain = " M results/notebook_01_full_cpu.json\n M minirl/train.py\nM  README.md\n"
+    answers = {"rev-parse": "a" * 40 + "\n", "status": porcelain}
+    monkeypatch.setattr(minirl.results, "_git", lambda *args: answers[args[0]])
+    assert minirl.results._commit() == ("a" * 40, ["minirl/train.py", "README.md"])
 
 
 def test_show_prints_the_provenance_and_missing_records_name_the_file(tmp_path, monkeypatch, capsys):
