@@ -312,7 +312,7 @@ def policy_loss(  # noqa: PLR0913
     metrics = {
         **_ratio_metrics(ratio, adv, mask, clip_eps_low, clip_eps_high),
         "kl": float(kl),
-        "pg_loss": float(pg_loss),
+        "pg_loss": float(pg_loss.detach()),
     }
     return loss, metrics
 
