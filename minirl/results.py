@@ -4,7 +4,7 @@ Every figure the kit quotes (README's measured tables, a notebook's full-mode nu
 these files, and each file says how it was made:
 
 - ``command``: the exact command line that measured it;
-- ``commit`` (and ``dirty``: whether tracked files had uncommitted changes), ``date`` (UTC);
+- ``commit`` (and ``dirty``: the tracked files with uncommitted changes when the measurement began), ``date`` (UTC);
 - ``machine``: CPU model and cores, torch threads, GPU (if any), Python, torch, transformers and TRL versions;
 - ``load``: how busy the machine was with *other* work during the measurement (``others_busy``: the share
   of all cores' time used by other processes; 0 = idle, 0.5 = one of two cores taken), so a timing made
@@ -218,14 +218,15 @@ class Record:
         self._start = time.perf_counter()
         self._date = _now()
         self._load = _LoadMeter()
+        # the code as it was when the measurement began (a fast-mode run then writes its notebooks' outputs)
+        self._commit, self._dirty = _commit()
 
     def as_dict(self) -> dict[str, Any]:
-        commit, changed = _commit()
         out = {
             "name": self.name,
             "command": self.command,
-            "commit": commit,
-            "dirty": changed,
+            "commit": self._commit,
+            "dirty": self._dirty,
             "date": self._date,
             "duration_s": round(time.perf_counter() - self._start, 1),
             "machine": machine(),

@@ -37,6 +37,17 @@ def test_dirty_names_changed_code_but_not_other_records(monkeypatch):
     assert minirl.results._commit() == ("a" * 40, ["minirl/train.py", "README.md"])
 
 
+def test_a_record_keeps_the_code_as_it_was_when_the_measurement_began(tmp_path, monkeypatch):
+    """A fast-mode run writes its notebooks' outputs before it saves: that is not the code it measured."""
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    answers = {"rev-parse": "b" * 40, "status": ""}
+    monkeypatch.setattr(minirl.results, "_git", lambda *args: answers[args[0]])
+    rec = Record("demo", command="python -m minirl.results notebook --fast solutions/01.ipynb")
+    answers["status"] = " M solutions/01.ipynb\n"  # the run stored its outputs
+    data = json.loads(rec.save().read_text())
+    assert (data["commit"], data["dirty"]) == ("b" * 40, [])
+
+
 def test_show_prints_the_provenance_and_missing_records_name_the_file(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
     Record("demo", command="cmd").save()
