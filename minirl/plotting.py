@@ -8,7 +8,7 @@ import numpy as np
 
 from minirl.history import History
 
-__all__ = ["LM_PANELS", "METRIC_LABELS", "plot_lm_curves", "plot_reward_curves", "smooth_centered"]
+__all__ = ["LM_PANELS", "METRIC_LABELS", "plot_lm_curves", "plot_reward_curves", "smooth_centered", "training_figure"]
 
 METRIC_LABELS = {
     "reward": "mean reward per sample",
@@ -189,4 +189,28 @@ def plot_lm_curves(
         ax.set_visible(False)
     if title:
         fig.suptitle(title)
+    return fig
+
+
+def training_figure(runs: Mapping[str, Sequence[History]], task: str, *, text: bool = False, maze: bool = False):
+    """The figure of a ``minirl train`` or ``compare``: a language model's panels (``plot_lm_curves``) when
+    ``text``, else the training reward beside the greedy accuracy (the maze: the exact expected return), over
+    samples (the maze: episodes). ``task`` names the task in the titles. Returns the Figure."""
+    import matplotlib.pyplot as plt
+
+    if text:
+        return plot_lm_curves(runs, title=f"{task}: a language model trained with GRPO")
+    second = "exact_return" if maze else "greedy_exact"
+    x = "episodes" if maze else "samples"
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
+    plot_reward_curves(runs, "reward", ax=axes[0], x=x, title=f"{task}: training reward")
+    plot_reward_curves(
+        runs,
+        second,
+        ax=axes[1],
+        x=x,
+        smooth=1,
+        title=f"{task}: {'exact return (DP)' if maze else 'greedy accuracy'}",
+    )
+    fig.tight_layout()
     return fig

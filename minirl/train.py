@@ -51,6 +51,7 @@ from minirl.protocols import (
     require,
     select_prompts,
 )
+from minirl.runs import RunHooks, TrainState
 from minirl.toy.model import TinyEncoderDecoder, make_model
 from minirl.toy.policy import as_policy
 from minirl.utils import check_positive_ints, torch_threads
@@ -447,14 +448,18 @@ ModelT = TypeVar("ModelT", bound=torch.nn.Module)
 
 
 @overload
-def train(config: TrainConfig, model: None = None) -> tuple[TinyEncoderDecoder, History]: ...
+def train(
+    config: TrainConfig, model: None = None, *, run: RunHooks | None = None
+) -> tuple[TinyEncoderDecoder, History]: ...
 
 
 @overload
-def train(config: TrainConfig, model: ModelT) -> tuple[ModelT, History]: ...
+def train(config: TrainConfig, model: ModelT, *, run: RunHooks | None = None) -> tuple[ModelT, History]: ...
 
 
-def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[torch.nn.Module, History]:
+def train(
+    config: TrainConfig, model: torch.nn.Module | None = None, *, run: RunHooks | None = None
+) -> tuple[torch.nn.Module, History]:
     """Train a policy on ``config.task`` with ``config.algo``; returns (model, History).
 
     ``model``: a ``minirl.protocols.Policy`` (e.g. ``minirl.lm.load_policy(...)``), a bare toy model, or None
@@ -475,12 +480,15 @@ def train(config: TrainConfig, model: torch.nn.Module | None = None) -> tuple[to
     ``gen_seconds`` / ``update_seconds`` (this step's sampling and learning time), ``tokens_per_second``
     (real response tokens sampled per second of the step), ``wall_time`` (seconds since the start); and
     every ``eval_every`` steps the greedy (and sampled) accuracy on the evaluation prompts (``evaluate``).
+
+    ``run``: a ``minirl.runs.RunFolder`` that keeps the run on disk as it goes (config, metrics, checkpoints,
+    the trained model) and, made with ``RunFolder.resume``, continues it from its checkpoint; None keeps nothing.
     """
     with torch_threads(config.threads):
-        return _train(config, model)
+        return _train(config, model, run if run is not None else RunHooks())
 
 
-def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn.Module, History]:
+def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) -> tuple[torch.nn.Module, History]:
     cfg, algo, task = config, config.algo, config.task
     torch.manual_seed(cfg.seed)  # nothing should use the global RNG, but just in case
     if model is None:
@@ -507,56 +515,65 @@ def _train(config: TrainConfig, model: torch.nn.Module | None) -> tuple[torch.nn
         history.log_eval(step=step, samples=step * samples_per_step, wall_time=elapsed, **ev)
         return ev
 
-    if cfg.eval_every:
+    generators = [generator] if sample_generator is generator else [generator, sample_generator]
+    state = TrainState(policy, optimizer, scheduler, generators, ref_policy, history)
+    done = run.start(state)  # the steps a resumed run has already taken (0: a fresh start)
+    if cfg.eval_every and not done:
         run_eval(0, 0.0)
-    start = time.perf_counter()
-    bar = tqdm(range(1, cfg.steps + 1), desc=f"{algo.name} seed {cfg.seed}", disable=not cfg.progress, leave=False)
-    for step in bar:
-        step_start = time.perf_counter()
-        prompts = task.sample_prompts(cfg.prompts_per_step, generator)
-        rollout = _with_mask(
-            task, policy.sample(prompts, cfg.group_size, temperature=cfg.temperature, generator=sample_generator)
-        )
-        gen_seconds = time.perf_counter() - step_start
-        rewards = task.rewards(prompts, rollout.answers).to(device)  # [batch, trial]
-        advantages = _advantages(task, algo, prompts, rollout.answers, rewards)
-        # π_old is the sampler, frozen: policy_update scores it at its first inner step, before any update
-        ref_log_probs = rollout_log_probs(ref_policy, prompts, rollout, **score_kw) if ref_policy else None
+    run.log(history)
+    start = time.perf_counter() - (history.records[-1]["wall_time"] if history.records else 0.0)
+    bar = tqdm(
+        range(done + 1, cfg.steps + 1), desc=f"{algo.name} seed {cfg.seed}", disable=not cfg.progress, leave=False
+    )
+    with run.interrupts_deferred():  # a run folder turns Ctrl-C into a checkpoint at the end of the step
+        for step in bar:
+            step_start = time.perf_counter()
+            prompts = task.sample_prompts(cfg.prompts_per_step, generator)
+            rollout = _with_mask(
+                task, policy.sample(prompts, cfg.group_size, temperature=cfg.temperature, generator=sample_generator)
+            )
+            gen_seconds = time.perf_counter() - step_start
+            rewards = task.rewards(prompts, rollout.answers).to(device)  # [batch, trial]
+            advantages = _advantages(task, algo, prompts, rollout.answers, rewards)
+            # π_old is the sampler, frozen: policy_update scores it at its first inner step, before any update
+            ref_log_probs = rollout_log_probs(ref_policy, prompts, rollout, **score_kw) if ref_policy else None
 
-        update = policy_update(
-            policy,
-            optimizer,
-            algo,
-            prompts,
-            rollout,
-            advantages,
-            ref_log_probs=ref_log_probs,
-            max_grad_norm=cfg.max_grad_norm,
-            measure_kl_old=measure_kl,
-            **score_kw,
-        )
-        if scheduler is not None:
-            scheduler.step()
+            update = policy_update(
+                policy,
+                optimizer,
+                algo,
+                prompts,
+                rollout,
+                advantages,
+                ref_log_probs=ref_log_probs,
+                max_grad_norm=cfg.max_grad_norm,
+                measure_kl_old=measure_kl,
+                **score_kw,
+            )
+            if scheduler is not None:
+                scheduler.step()
 
-        if ref_policy is not None and algo.ref_refresh_every and step % algo.ref_refresh_every == 0:
-            ref_policy.load_state_dict(policy.state_dict())
+            if ref_policy is not None and algo.ref_refresh_every and step % algo.ref_refresh_every == 0:
+                ref_policy.load_state_dict(policy.state_dict())
 
-        now = time.perf_counter()
-        elapsed = now - start
-        history.log(
-            step=step,
-            samples=step * samples_per_step,
-            **step_metrics(task, prompts, rollout, rewards, update, kl=ref_policy is not None, kl_old=measure_kl),
-            gen_seconds=gen_seconds,
-            update_seconds=now - step_start - gen_seconds,
-            tokens_per_second=float(rollout.lengths().sum()) / max(now - step_start, 1e-9),
-            wall_time=elapsed,
-        )
-        out_of_time = cfg.max_seconds is not None and elapsed >= cfg.max_seconds
-        if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps or out_of_time:
-            ev = run_eval(step, elapsed)
-            bar.set_postfix(reward=f"{history.last('reward', 10):.2f}", greedy_exact=f"{ev['greedy_exact']:.2f}")
-        if out_of_time:
-            break
+            now = time.perf_counter()
+            elapsed = now - start
+            history.log(
+                step=step,
+                samples=step * samples_per_step,
+                **step_metrics(task, prompts, rollout, rewards, update, kl=ref_policy is not None, kl_old=measure_kl),
+                gen_seconds=gen_seconds,
+                update_seconds=now - step_start - gen_seconds,
+                tokens_per_second=float(rollout.lengths().sum()) / max(now - step_start, 1e-9),
+                wall_time=elapsed,
+            )
+            out_of_time = cfg.max_seconds is not None and elapsed >= cfg.max_seconds
+            if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps or out_of_time:
+                ev = run_eval(step, elapsed)
+                bar.set_postfix(reward=f"{history.last('reward', 10):.2f}", greedy_exact=f"{ev['greedy_exact']:.2f}")
+            run.after_step(step, state)  # keeps the step's metrics; a checkpoint when due (or after Ctrl-C)
+            if out_of_time:
+                break
     bar.close()
+    run.finish(model, state)
     return model, history  # as given (a policy, or a bare toy model), or the toy model built here

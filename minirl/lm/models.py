@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 from pathlib import Path
 
@@ -162,7 +163,8 @@ def load_policy(
     """A causal LM and its tokenizer as a ``CausalLMPolicy``, in eval mode (dropout off).
 
     ``name_or_path``: the alias ``"smollm2-135m"`` (SmolLM2-135M-Instruct from the shipped GGUF file,
-    de-quantised), a local folder written by ``save_pretrained``, or a hub name (needs the network or
+    de-quantised), a local folder written by ``save_pretrained``, a run folder (``minirl.runs``: its ``model/``,
+    with the run's ``max_new_tokens`` unless given), or a hub name (needs the network or
     the local HuggingFace cache). ``device``: ``"cuda"`` if available, else ``"cpu"``; ``dtype``: of the
     weights, float32 by default (on CUDA the forward passes run under bfloat16 autocast: mixed precision,
     weights and optimizer state kept in float32). ``policy_kwargs`` go to ``CausalLMPolicy`` (``max_new_tokens``, ...).
@@ -180,6 +182,9 @@ def load_policy(
     # in bfloat16, under autocast (``CausalLMPolicy._autocast``).
     dtype = torch.float32 if dtype is None else dtype
     name = os.fspath(name_or_path)
+    if name != SMOLLM2_ALIAS and Path(name).expanduser().is_dir():
+        folder, policy_kwargs = model_folder(Path(name).expanduser(), policy_kwargs)
+        name = os.fspath(folder)
     cache = smollm2_cache_dir() if name == SMOLLM2_ALIAS else None
     if cache is not None and (cache / "config.json").is_file():
         name = os.fspath(cache)
@@ -212,6 +217,34 @@ def load_policy(
         _save_quietly(model, tokenizer, cache)
     # transformers' `to` is wrapped by functools.wraps, whose type pyright does not bind as a method (self unbound)
     return CausalLMPolicy(model.to(device).eval(), tokenizer, **policy_kwargs)  # pyright: ignore[reportArgumentType]
+
+
+WEIGHT_FILES = (
+    "model.safetensors",
+    "model.safetensors.index.json",
+    "pytorch_model.bin",
+    "pytorch_model.bin.index.json",
+)
+
+
+def model_folder(folder: Path, policy_kwargs: dict) -> tuple[Path, dict]:
+    """The ``save_pretrained`` folder to load from ``folder`` (a run folder's ``model/``) and the policy's keyword
+    arguments (a run's ``max_new_tokens`` by default); an error naming what is missing when it holds no model."""
+    if (folder / "metrics.jsonl").is_file():  # a run folder (minirl.runs)
+        if not (folder / "model").is_dir():
+            raise FileNotFoundError(
+                f"run folder {folder} holds no language model: missing {folder / 'model'} (a toy run keeps "
+                f"model.pt; an unfinished run continues with: minirl train --resume {folder})"
+            )
+        recipe = json.loads((folder / "config.json").read_text()).get("model", {}).get("recipe", {})
+        if "max_new_tokens" in recipe:
+            policy_kwargs = {"max_new_tokens": recipe["max_new_tokens"], **policy_kwargs}
+        folder = folder / "model"
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder} is not a model folder: missing config.json (save_pretrained writes it)")
+    if not any((folder / name).is_file() for name in WEIGHT_FILES):
+        raise FileNotFoundError(f"{folder} is not a model folder: missing its weights ({' or '.join(WEIGHT_FILES)})")
+    return folder, policy_kwargs
 
 
 def smollm2_folder(fallback: str | os.PathLike) -> Path:

@@ -1,0 +1,464 @@
+"""A run folder: one training run kept on disk, to read, resume and use.
+
+    runs/NAME/
+    ├── config.json      the resolved configuration: every TrainConfig knob, the algorithm's fields, the task's
+    │                    class and arguments (and what the caller adds: the command line, the LM recipe)
+    ├── env.json         python, torch and transformers versions, device, threads, git commit
+    ├── metrics.jsonl    one JSON object per step, appended and flushed as training goes
+    ├── evals.jsonl      one JSON object per evaluation
+    ├── checkpoint/      with save_every (and on Ctrl-C): policy.pt, reference.pt, training.pt (optimizer, LR
+    │                    scheduler, generator states, step), history.json
+    ├── curves.png       at the end
+    └── model/           at the end: a language model's save_pretrained folder (+ tokenizer); for the toy model
+                         model.pt (its state dict) and model.json (its constructor arguments)
+
+``train(config, model, run=RunFolder.create(path, config))`` fills one; ``RunFolder.resume(path, config)`` continues
+from its checkpoint, and the resumed run's History equals an uninterrupted run's (timings aside). Every file is
+written to a temporary name and renamed, so a reader never sees half a file. Without a run folder ``train``
+uses ``RunHooks``, which does nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import json
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from minirl.history import History
+
+if TYPE_CHECKING:
+    from minirl.protocols import Policy
+    from minirl.train import TrainConfig
+
+__all__ = [
+    "RunError",
+    "RunFolder",
+    "RunHooks",
+    "TrainState",
+    "build_task",
+    "describe_config",
+    "describe_task",
+    "environment",
+    "load_run_policy",
+]
+
+CHECKPOINT = "checkpoint"
+TIMING_METRICS = ("gen_seconds", "update_seconds", "tokens_per_second", "wall_time")
+UNCOMPARED = ("progress", "command")  # config.json entries a resumed run may change
+
+
+class RunError(ValueError):
+    """A run folder that cannot be used as asked; the message names the file or the knob."""
+
+
+# ---- writing files atomically -----------------------------------------------------------------------------------
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:
+    """``write(tmp)`` to a temporary name beside ``path``, then rename it to ``path`` (a file or a folder)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    _remove(tmp)
+    write(tmp)
+    old = path.with_name(f".{path.name}.old")
+    if path.is_dir():  # a folder cannot be replaced by a rename: move the old one aside first
+        _remove(old)
+        path.rename(old)
+    tmp.replace(path)
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n"))
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> None:
+    atomic_write(path, lambda tmp: tmp.write_text("".join(json.dumps(r) + "\n" for r in rows)))
+
+
+def _save_torch(obj: Any, path: Path) -> None:
+    atomic_write(path, lambda tmp: torch.save(obj, tmp))
+
+
+def _load_torch(path: Path) -> Any:
+    if not path.is_file():
+        raise RunError(f"missing checkpoint file {path}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # any unpickling failure means the same thing: the file is damaged
+        raise RunError(f"corrupted checkpoint file {path}: {type(err).__name__}: {err}") from None
+
+
+# ---- what a run is: its configuration and its machine -----------------------------------------------------------
+
+
+def describe_task(task: Any) -> dict[str, Any]:
+    """``{"class": "module:Name", "args": {field: value}}``: a dataclass task's constructor arguments."""
+    if not dataclasses.is_dataclass(task):
+        raise RunError(f"task {type(task).__name__} is not a dataclass: a run folder cannot record its arguments")
+    args = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.init}
+    return {"class": f"{type(task).__module__}:{type(task).__qualname__}", "args": _plain(args)}
+
+
+def build_task(description: dict[str, Any]) -> Any:
+    """The task ``describe_task`` described."""
+    module, _, name = description["class"].partition(":")
+    return getattr(importlib.import_module(module), name)(**description["args"])
+
+
+def _plain(value: Any) -> Any:
+    """JSON-ready: tuples as lists, a callable as its name."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if callable(value):
+        return f"<callable {getattr(value, '__qualname__', repr(value))}>"
+    return value
+
+
+def describe_config(config: TrainConfig) -> dict[str, Any]:
+    """Every knob of ``config``: the TrainConfig fields, the preset's name and the algorithm's fields, the task."""
+    knobs = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in ("task", "algo")}
+    return {
+        **_plain(knobs),
+        "preset": config.algo.name,
+        "algo": _plain(dataclasses.asdict(config.algo)),
+        "task": describe_task(config.task),
+    }
+
+
+def environment() -> dict[str, Any]:
+    """The machine and the software: versions, device, threads, and the git commit when in a checkout."""
+    env: dict[str, Any] = {
+        "python": platform.python_version(),
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "threads": torch.get_num_threads(),
+        "argv": sys.argv,
+    }
+    with contextlib.suppress(ImportError):
+        import transformers
+
+        env["transformers"] = transformers.__version__
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        root = Path(__file__).resolve().parent.parent
+        commit = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=False
+        )
+        if commit.returncode == 0:
+            env["git_commit"] = commit.stdout.strip()
+    return env
+
+
+def _differences(stored: Any, current: Any, prefix: str = "") -> list[str]:
+    """The dotted names of the entries that differ (``learning_rate``, ``algo.clip_eps_low``, ``task.args.length``)."""
+    if isinstance(stored, dict) and isinstance(current, dict):
+        out = []
+        for key in sorted(set(stored) | set(current), key=str):
+            if not prefix and key in UNCOMPARED:
+                continue
+            out += _differences(stored.get(key), current.get(key), f"{prefix}{key}.")
+        return out
+    return [] if stored == current else [prefix.rstrip(".")]
+
+
+# ---- what the loop holds --------------------------------------------------------------------------------------
+
+
+@dataclass
+class TrainState:
+    """Everything ``train``'s loop changes from step to step: what a checkpoint keeps."""
+
+    policy: Any  # a minirl.protocols.Policy (an nn.Module)
+    optimizer: torch.optim.Optimizer
+    scheduler: Any
+    generators: list[torch.Generator]
+    ref_policy: Any  # its frozen copy, or None
+    history: History
+
+
+class RunHooks:
+    """What ``train`` calls on a run folder; this one keeps nothing (a run without a folder)."""
+
+    def start(self, state: TrainState) -> int:
+        """Restore ``state`` from a checkpoint; returns the steps already done (0: a fresh start)."""
+        return 0
+
+    def log(self, history: History) -> None:
+        """Keep the records and evaluations logged since the last call."""
+
+    def after_step(self, step: int, state: TrainState) -> None:
+        """After each complete step: keep its metrics, checkpoint when due or when Ctrl-C was pressed."""
+
+    def finish(self, model: torch.nn.Module, state: TrainState) -> None:
+        """At the end: keep the trained model and the curves."""
+
+    def interrupts_deferred(self) -> contextlib.AbstractContextManager:
+        """While training: what Ctrl-C does (here: the usual KeyboardInterrupt)."""
+        return contextlib.nullcontext()
+
+
+class RunFolder(RunHooks):
+    """One run on disk (see the module docstring). Make one with ``create`` (a new run) or ``resume``.
+
+    ``save_every``: checkpoint every this many steps (0: only when interrupted).
+    """
+
+    def __init__(self, path: str | os.PathLike, save_every: int = 0) -> None:
+        if save_every < 0:
+            raise RunError(f"save_every must be >= 0 (0: checkpoint only on Ctrl-C); got {save_every}")
+        self.path = Path(path)
+        self.save_every = save_every
+        self.resuming = False
+        self._written = (0, 0)  # records and evaluations already in metrics.jsonl and evals.jsonl
+        self._stop = False
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike,
+        config: TrainConfig,
+        *,
+        extra: dict[str, Any] | None = None,
+        overwrite: bool = False,
+        save_every: int = 0,
+    ) -> RunFolder:
+        """A new run folder holding ``config.json`` (``describe_config`` plus ``extra``) and ``env.json``. A folder
+        that exists is an error unless ``overwrite`` (then it is emptied)."""
+        run = cls(path, save_every)
+        if run.path.exists() and any(run.path.iterdir()):
+            if not overwrite:
+                raise RunError(
+                    f"run folder {run.path} exists: resume it with --resume {run.path}, or replace it with --overwrite"
+                )
+            shutil.rmtree(run.path)
+        run.path.mkdir(parents=True, exist_ok=True)
+        write_json(run.path / "config.json", {**describe_config(config), **(extra or {})})
+        write_json(run.path / "env.json", environment())
+        for name in ("metrics.jsonl", "evals.jsonl"):
+            _write_jsonl(run.path / name, [])
+        return run
+
+    @classmethod
+    def resume(
+        cls, path: str | os.PathLike, config: TrainConfig, *, extra: dict[str, Any] | None = None, save_every: int = 0
+    ) -> RunFolder:
+        """The run folder at ``path``, to continue from its checkpoint with ``config``, which must be the one it
+        was started with (the error names the first knob that differs)."""
+        run = cls(path, save_every)
+        stored = run.config()
+        current = json.loads(json.dumps({**describe_config(config), **(extra or {})}, default=str))
+        changed = _differences(stored, current)
+        if changed:
+            knob = changed[0]
+            raise RunError(
+                f"cannot resume {run.path}: {knob} differs from its config.json "
+                f"({_lookup(stored, knob)!r} there, {_lookup(current, knob)!r} now)"
+            )
+        if not (run.path / CHECKPOINT / "training.pt").is_file():
+            raise RunError(f"cannot resume {run.path}: missing checkpoint file {run.path / CHECKPOINT / 'training.pt'}")
+        run.resuming = True
+        return run
+
+    def config(self) -> dict[str, Any]:
+        """The run's ``config.json``."""
+        file = self.path / "config.json"
+        if not file.is_file():
+            raise RunError(f"{self.path} is not a run folder: missing {file}")
+        try:
+            return json.loads(file.read_text())
+        except json.JSONDecodeError as err:
+            raise RunError(f"corrupted {file}: {err}") from None
+
+    def task(self) -> Any:
+        """The run's task, rebuilt from ``config.json``."""
+        return build_task(self.config()["task"])
+
+    # -- the hooks train calls -----------------------------------------------------------------------------------
+
+    def start(self, state: TrainState) -> int:
+        if not self.resuming:
+            return 0
+        step = self._restore(state)
+        _write_jsonl(self.path / "metrics.jsonl", state.history.records)  # drop what came after the checkpoint
+        _write_jsonl(self.path / "evals.jsonl", state.history.evals)
+        self._written = (len(state.history.records), len(state.history.evals))
+        return step
+
+    def log(self, history: History) -> None:
+        for name, rows, done in (
+            ("metrics.jsonl", history.records, self._written[0]),
+            ("evals.jsonl", history.evals, self._written[1]),
+        ):
+            if len(rows) > done:
+                with open(self.path / name, "a") as f:
+                    f.write("".join(json.dumps(r) + "\n" for r in rows[done:]))
+                    f.flush()
+        self._written = (len(history.records), len(history.evals))
+
+    def after_step(self, step: int, state: TrainState) -> None:
+        self.log(state.history)
+        if self._stop or (self.save_every and step % self.save_every == 0):
+            self.save_checkpoint(step, state)
+        if self._stop:
+            print(
+                f"interrupted: checkpoint at step {step} in {self.path / CHECKPOINT}; "
+                f"continue with: minirl train --resume {self.path}",
+                file=sys.stderr,
+                flush=True,
+            )
+            raise KeyboardInterrupt
+
+    def finish(self, model: torch.nn.Module, state: TrainState) -> None:
+        self.log(state.history)
+        save_model(self.path, model)
+        state.history.to_json(self.path / ".history.json")
+        (self.path / ".history.json").replace(self.path / "history.json")
+        _plot_curves(self.path / "curves.png", state.history, self.config())
+
+    @contextlib.contextmanager
+    def interrupts_deferred(self) -> Iterator[None]:
+        """The first Ctrl-C lets the step finish, then checkpoints and raises KeyboardInterrupt (``after_step``);
+        a second one interrupts at once. Only in the main thread (signals reach no other)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def handler(signum, frame) -> None:
+            if self._stop:
+                raise KeyboardInterrupt
+            self._stop = True
+
+        previous = signal.signal(signal.SIGINT, handler)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    # -- checkpoints ---------------------------------------------------------------------------------------------
+
+    def save_checkpoint(self, step: int, state: TrainState) -> None:
+        """``checkpoint/``: the policy, π_ref, the optimizer, the scheduler, the generators, the step, the History."""
+
+        def write(tmp: Path) -> None:
+            tmp.mkdir()
+            torch.save(state.policy.state_dict(), tmp / "policy.pt")
+            if state.ref_policy is not None:
+                torch.save(state.ref_policy.state_dict(), tmp / "reference.pt")
+            training = {
+                "step": step,
+                "optimizer": state.optimizer.state_dict(),
+                "scheduler": state.scheduler.state_dict() if state.scheduler is not None else None,
+                "generators": [g.get_state() for g in state.generators],
+                "global_rng": torch.get_rng_state(),
+            }
+            torch.save(training, tmp / "training.pt")
+            state.history.to_json(tmp / "history.json")
+
+        atomic_write(self.path / CHECKPOINT, write)
+
+    def _restore(self, state: TrainState) -> int:
+        folder = self.path / CHECKPOINT
+        training = _load_torch(folder / "training.pt")
+        state.policy.load_state_dict(_load_torch(folder / "policy.pt"))
+        if state.ref_policy is not None:
+            state.ref_policy.load_state_dict(_load_torch(folder / "reference.pt"))
+        state.optimizer.load_state_dict(training["optimizer"])
+        if state.scheduler is not None:
+            state.scheduler.load_state_dict(training["scheduler"])
+        for generator, saved in zip(state.generators, training["generators"], strict=True):
+            generator.set_state(saved)
+        torch.set_rng_state(training["global_rng"])
+        try:
+            saved_history = History.from_json(folder / "history.json")
+        except (OSError, ValueError, TypeError) as err:
+            raise RunError(f"missing or corrupted checkpoint file {folder / 'history.json'}: {err}") from None
+        state.history.records[:] = saved_history.records
+        state.history.evals[:] = saved_history.evals
+        return int(training["step"])
+
+
+def _lookup(tree: dict, dotted: str) -> Any:
+    for key in dotted.split("."):
+        tree = tree.get(key) if isinstance(tree, dict) else None  # pyright: ignore[reportAssignmentType]
+    return tree
+
+
+# ---- the trained model --------------------------------------------------------------------------------------
+
+
+def save_model(folder: Path, model: torch.nn.Module) -> None:
+    """A language model (anything with ``save_pretrained``) as ``model/``; the toy model as ``model.pt`` and
+    ``model.json`` (its constructor arguments)."""
+    save_pretrained = getattr(model, "save_pretrained", None)
+    if save_pretrained is not None:
+        atomic_write(folder / "model", save_pretrained)
+        return
+    from minirl.toy.policy import ToyPolicy
+
+    bare = model.model if isinstance(model, ToyPolicy) else model
+    args = {k: getattr(bare, k) for k in ("vocab_size", "embedding_dim", "prompt_length", "response_length")}
+    write_json(folder / "model.json", {"class": f"{type(bare).__module__}:{type(bare).__qualname__}", "args": args})
+    _save_torch(bare.state_dict(), folder / "model.pt")
+
+
+def load_run_policy(path: str | os.PathLike, device: str | torch.device | None = None) -> Policy:
+    """The trained policy kept in a run folder: a ``CausalLMPolicy`` from ``model/`` or a ``ToyPolicy`` from
+    ``model.pt``."""
+    run = RunFolder(path)
+    config = run.config()
+    if (run.path / "model").is_dir():
+        from minirl.lm.models import load_policy
+
+        return load_policy(run.path, device=device)
+    if not (run.path / "model.pt").is_file():
+        raise RunError(
+            f"run folder {run.path} holds no trained model (no model/ and no model.pt): the run did not finish; "
+            f"continue it with: minirl train --resume {run.path}"
+        )
+    from minirl.toy.policy import ToyPolicy
+
+    spec = json.loads((run.path / "model.json").read_text())
+    module, _, name = spec["class"].partition(":")
+    model = getattr(importlib.import_module(module), name)(**spec["args"])
+    model.load_state_dict(_load_torch(run.path / "model.pt"))
+    response_length = getattr(build_task(config["task"]), "response_length", None)
+    policy = ToyPolicy(model.eval(), response_length)
+    return policy.to(device) if device is not None else policy
+
+
+def _plot_curves(path: Path, history: History, config: dict[str, Any]) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from minirl.plotting import training_figure
+
+    task = config["task"]["class"].rpartition(":")[2]
+    fig = training_figure({history.label: [history]}, task, text="model" in config)
+    atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
