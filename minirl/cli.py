@@ -265,10 +265,10 @@ def _make_text_task(args: argparse.Namespace, recipe: LMRecipe):
     return recipe.addition_task(digits=args.digits)
 
 
-def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
+def _text_run(args: argparse.Namespace, algo: str, seed: int, *, warm_start: bool = True):
+    """(recipe, policy, config) of a text-task run: the model loaded, warm-started (unless not ``warm_start``:
+    a resumed run's checkpoint replaces the weights) and its TrainConfig."""
     import time
-
-    from minirl.train import train
 
     recipe = text_recipe(args)
     task = _make_text_task(args, recipe)
@@ -279,7 +279,7 @@ def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, 
         f"{policy.device} in {time.perf_counter() - start:.1f} s",
         flush=True,
     )
-    sft = recipe.warm_start(policy, task, seed=seed, progress=not args.no_progress)
+    sft = recipe.warm_start(policy, task, seed=seed, progress=not args.no_progress) if warm_start else None
     if sft is not None:
         print(f"SFT warm start: {recipe.sft_steps} steps, loss {sft.last('loss', 10):.3f} nats/token", flush=True)
     config = recipe.train_config(
@@ -289,7 +289,18 @@ def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, 
         progress=not args.no_progress,
         **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED),
     )
+    return recipe, policy, config
+
+
+def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
+    from minirl.train import train
+
+    _, policy, config = _text_run(args, algo, seed)
     _, history = train(config, policy)
+    return history, _text_summary(args, algo, seed, history)
+
+
+def _text_summary(args: argparse.Namespace, algo: str, seed: int, history: History) -> str:
     first, last = history.evals[0], history.evals[-1]
     unseen = (
         f", unseen answers {first['unseen_greedy_exact']:.1%} -> {last['unseen_greedy_exact']:.1%}"
@@ -303,7 +314,7 @@ def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, 
         f"{first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}{unseen}, format "
         f"{first.get('greedy_format', float('nan')):.0%} -> {last.get('greedy_format', float('nan')):.0%}"
     )
-    return history, summary
+    return summary
 
 
 def _save(fig, path: str) -> None:
@@ -319,27 +330,9 @@ def _plot(runs: dict[str, list[History]], task: str, path: str) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from minirl.plotting import training_figure
 
-    from minirl.plotting import plot_lm_curves, plot_reward_curves
-
-    if _is_text(task):
-        fig = plot_lm_curves(runs, title=f"{task}: a language model trained with GRPO")
-    else:
-        second = "exact_return" if _is_maze(task) else "greedy_exact"
-        x = "episodes" if _is_maze(task) else "samples"
-        fig, axes = plt.subplots(1, 2, figsize=(13, 4.5))
-        plot_reward_curves(runs, "reward", ax=axes[0], x=x, title=f"{task}: training reward")
-        plot_reward_curves(
-            runs,
-            second,
-            ax=axes[1],
-            x=x,
-            smooth=1,
-            title=f"{task}: {'exact return (DP)' if _is_maze(task) else 'greedy accuracy'}",
-        )
-        fig.tight_layout()
-    _save(fig, path)
+    _save(training_figure(runs, task, text=_is_text(task), maze=_is_maze(task)), path)
 
 
 def _check_algos(task: str, algos: list[str]) -> None:
@@ -407,12 +400,133 @@ def _record(args: argparse.Namespace, seeds: list[int], default_name: str):
 
 
 def cmd_train(args: argparse.Namespace) -> int:
+    if args.out is not None or args.resume is not None:
+        return _train_kept(args)
     what = Path(args.model).name if _is_text(args.task) else args.algo
     record = _record(args, [args.seed], f"train_{args.task}_{what}_seed{args.seed}")
     runs = _run(args, [args.algo], [args.seed])
     _save_runs(args, record, runs)
     if args.plot:
         _plot(runs, args.task, args.plot)
+    return 0
+
+
+def _run_folder_args(args: argparse.Namespace) -> tuple[argparse.Namespace, Path]:
+    """With ``--resume``: the run's own command line with this one's flags on top; the run folder (``--out auto``:
+    named for the task, the algorithm or model, the seed and the UTC time)."""
+    if args.resume is not None:
+        from minirl.runs import RunFolder
+
+        stored = RunFolder(args.resume).config().get("command")
+        if not stored:
+            raise ValueError(f"{Path(args.resume) / 'config.json'} has no command: not a run of `minirl train`")
+        given = [a for a in args.argv[1:]]
+        merged = build_parser().parse_args([*stored, *given])
+        merged.argv = stored
+        return merged, Path(args.resume)
+    if args.out != "auto":
+        return args, Path(args.out)
+    import datetime
+
+    what = Path(args.model).name if _is_text(args.task) else args.algo
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%d-%H%M%SZ")
+    return args, Path("runs") / f"{args.task}_{what}_seed{args.seed}_{when}"
+
+
+def _train_kept(args: argparse.Namespace) -> int:
+    """``train --out`` / ``--resume``: one run kept in a run folder (``minirl.runs``), here in this process."""
+    from minirl.runs import RunFolder
+    from minirl.train import train
+
+    resuming = args.resume is not None
+    args, folder = _run_folder_args(args)
+    _check_algos(args.task, [args.algo])
+    _check_flags(args)
+    if _is_maze(args.task):
+        raise SystemExit("minirl: --out and --resume keep sorting and text runs; the maze has no run folder yet")
+    command = [a for a in args.argv if a != "--overwrite"]
+    if _is_text(args.task):
+        recipe, policy, config = _text_run(args, args.algo, args.seed, warm_start=not resuming)
+        extra = {"command": command, "model": {"name": args.model, "recipe": dataclasses.asdict(recipe)}}
+    else:
+        policy, config = None, _config(args, args.algo, args.seed, not args.no_progress)
+        extra = {"command": command}
+    assert isinstance(config, TrainConfig)
+    if resuming:
+        run = RunFolder.resume(folder, config, extra=extra, save_every=args.save_every)
+    else:
+        run = RunFolder.create(folder, config, extra=extra, overwrite=args.overwrite, save_every=args.save_every)
+    print(f"{'resuming' if resuming else 'keeping'} the run in {folder}", flush=True)
+    try:
+        _, history = train(config, policy, run=run)
+    except KeyboardInterrupt:
+        return 130
+    label = _label(config)
+    summary = (
+        _text_summary(args, args.algo, args.seed, history)
+        if _is_text(args.task)
+        else run_summary(args.task, label, history)
+    )
+    print(summary, flush=True)
+    print(f"kept in {folder}: minirl eval {folder}; minirl generate {folder} PROMPT", flush=True)
+    if args.plot:
+        _plot({label: [history]}, args.task, args.plot)
+    return 0
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    """Greedy accuracy and format rate of a run folder's trained model on its task's evaluation prompts."""
+    from minirl.runs import RunFolder, load_run_policy
+    from minirl.train import evaluate
+
+    run = RunFolder(args.run)
+    task, policy = run.task(), load_run_policy(args.run, device=args.device)
+    config = run.config()
+    n = args.eval_prompts or config.get("eval_prompts", 1000)
+    ev = evaluate(policy, task, n, torch.Generator().manual_seed(10_000 + config.get("seed", 0)), sampled=False)
+    print(f"{args.run}: " + ", ".join(f"{k} {v:.1%}" for k, v in ev.items()) + f" on {n} evaluation prompts")
+    from minirl.train import _eval_prompts
+
+    prompts = _eval_prompts(task, n, torch.Generator().manual_seed(10_000 + config.get("seed", 0)))
+    shown = prompts[: args.samples]
+    answers = policy.greedy(shown).answers
+    right = task.is_correct(shown, answers)
+    for i in range(len(right)):
+        print(f"  {_show(shown[i])!r} -> {_show(answers[i])!r} ({'right' if right[i].all() else 'wrong'})")
+    return 0
+
+
+def _show(item) -> str:
+    """A prompt or an answer as text: a text prompt's question, an answer's text, a toy answer's numbers."""
+    if isinstance(item, torch.Tensor):
+        return " ".join(str(int(t)) for t in item.flatten())
+    if isinstance(item, (list, tuple)) and len(item) == 1:
+        return _show(item[0])
+    return str(getattr(item, "question", item))
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    """A run folder's trained model answers one prompt (greedy): a question through the training chat template
+    (its system message and worked examples), or for a toy run the prompt's numbers (``"3 1 2"``)."""
+    from minirl.runs import RunFolder, load_run_policy
+    from minirl.train import _eval_prompts
+
+    run = RunFolder(args.run)
+    task, policy = run.task(), load_run_policy(args.run, device=args.device)
+    example = _eval_prompts(task, 1, torch.Generator().manual_seed(0))
+    if isinstance(example, torch.Tensor):
+        try:
+            numbers = [int(t) for t in args.prompt.replace(",", " ").split()]
+        except ValueError:
+            raise ValueError(
+                f"prompt must be {example.shape[1]} numbers for this toy run; got {args.prompt!r}"
+            ) from None
+        if len(numbers) != example.shape[1]:
+            raise ValueError(f"prompt must be {example.shape[1]} numbers for this toy run; got {args.prompt!r}")
+        print(_show(policy.greedy(torch.tensor([numbers])).answers[0]))
+        return 0
+    messages = [*example[0].messages[:-1], {"role": "user", "content": args.prompt}]
+    print(policy.greedy([messages]).answers[0][0])
     return 0
 
 
@@ -582,7 +696,33 @@ def build_parser() -> argparse.ArgumentParser:
     add_common(p_train)
     p_train.add_argument("--algo", default="grpo")
     p_train.add_argument("--seed", type=int, default=0)
+    k = p_train.add_argument_group("keeping the run (minirl.runs)")
+    k.add_argument(
+        "--out",
+        default=None,
+        metavar="FOLDER",
+        help="keep the run in FOLDER: config, metrics, checkpoints, curves, the trained model ('auto': "
+        "runs/TASK_ALGO_seedN_UTCTIME); without it nothing is written",
+    )
+    k.add_argument("--resume", default=None, metavar="FOLDER", help="continue the run in FOLDER from its checkpoint")
+    k.add_argument(
+        "--save-every", type=int, default=0, metavar="N", help="checkpoint every N steps (0: on Ctrl-C only)"
+    )
+    k.add_argument("--overwrite", action="store_true", help="with --out: replace a run folder that exists")
     p_train.set_defaults(func=cmd_train)
+
+    p_eval = sub.add_parser("eval", help="greedy accuracy of a kept run's model on its task's evaluation prompts")
+    p_eval.add_argument("run", help="a run folder (minirl train --out)")
+    p_eval.add_argument("--eval-prompts", type=int, default=None, help="how many (default: the run's)")
+    p_eval.add_argument("--samples", type=int, default=3, help="answers to show")
+    p_eval.add_argument("--device", default=None)
+    p_eval.set_defaults(func=cmd_eval)
+
+    p_gen = sub.add_parser("generate", help="a kept run's model answers one prompt")
+    p_gen.add_argument("run", help="a run folder (minirl train --out)")
+    p_gen.add_argument("prompt", help="a question ('Sort in increasing order: 7, 2, 9'), or a toy prompt ('3 1 2')")
+    p_gen.add_argument("--device", default=None)
+    p_gen.set_defaults(func=cmd_generate)
 
     p_cmp = sub.add_parser("compare", help="train several algorithms over several seeds and plot reward curves")
     add_common(p_cmp)
@@ -628,8 +768,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(argv) if argv is not None else sys.argv[1:]
     args = build_parser().parse_args(argv)
-    if not _is_text(getattr(args, "task", "")) and not getattr(args, "lm", False) and not getattr(args, "trl", False):
+    args.argv = argv
+    toy = not _is_text(getattr(args, "task", "")) and args.command not in ("eval", "generate")
+    if toy and not getattr(args, "lm", False) and not getattr(args, "trl", False):
         torch.set_num_threads(1)  # the toy models are tiny: one thread is faster than two fighting over 2 cores
     try:
         return args.func(args)

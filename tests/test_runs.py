@@ -1,0 +1,219 @@
+"""Run folders (minirl.runs): what a kept run holds, resuming bit for bit, Ctrl-C, bad input, using the model."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from minirl.cli import main
+from minirl.lm import load_policy, make_tiny_lm
+from minirl.lm.recipes import recipe_for
+from minirl.runs import TIMING_METRICS, RunError, RunFolder, load_run_policy
+from minirl.train import TrainConfig, train
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def untimed(rows: list[dict]) -> list[dict]:
+    return [{k: v for k, v in r.items() if k not in TIMING_METRICS} for r in rows]
+
+
+def toy_config(**changes) -> TrainConfig:
+    knobs = {"steps": 12, "prompts_per_step": 8, "group_size": 4, "eval_every": 5, "eval_prompts": 50}
+    return TrainConfig(**{**knobs, **changes, "progress": False})
+
+
+class StopAt(RunFolder):
+    """A run folder whose run is 'interrupted' (as by Ctrl-C) during step ``stop``."""
+
+    stop = 0
+
+    def after_step(self, step, state):
+        self._stop = step == self.stop
+        super().after_step(step, state)
+
+
+def interrupted_then_resumed(path, config, model_factory, stop: int, save_every: int = 0):
+    run = StopAt.create(path, config, save_every=save_every)
+    run.stop = stop
+    with pytest.raises(KeyboardInterrupt):
+        train(config, model_factory(), run=run)
+    assert len((path / "metrics.jsonl").read_text().splitlines()) == stop
+    return train(config, model_factory(), run=RunFolder.resume(path, config))[1]
+
+
+def test_toy_run_folder_holds_config_metrics_model_and_reloads(tmp_path):
+    config = toy_config()
+    model, history = train(config, run=RunFolder.create(tmp_path / "run", config))
+    run = tmp_path / "run"
+    names = {p.name for p in run.iterdir()}
+    assert {"config.json", "env.json", "metrics.jsonl", "evals.jsonl", "curves.png", "model.pt", "model.json"} <= names
+    stored = json.loads((run / "config.json").read_text())
+    assert stored["steps"] == 12 and stored["preset"] == "grpo" and stored["algo"]["clip_eps_low"] == 0.2
+    assert stored["task"] == {
+        "class": "toy_envs.sorting:SortingTask",
+        "args": {"vocab_size": 5, "length": 3, "reward": "sort_distance"},
+    }
+    assert json.loads((run / "env.json").read_text())["torch"] == torch.__version__
+    lines = [json.loads(x) for x in (run / "metrics.jsonl").read_text().splitlines()]
+    assert lines == history.records and len(lines) == 12
+    assert [json.loads(x) for x in (run / "evals.jsonl").read_text().splitlines()] == history.evals
+    assert not list(run.glob(".*"))  # no temporary file left behind
+    policy = load_run_policy(run)
+    prompts = torch.tensor([[3, 1, 2], [4, 0, 0]])
+    assert torch.equal(policy.greedy(prompts).tokens, model(prompts).argmax(-1).unsqueeze(1))
+
+
+def test_a_run_folder_leaves_the_numbers_unchanged(tmp_path):
+    config = toy_config()
+    _, kept = train(config, run=RunFolder.create(tmp_path / "run", config))
+    assert untimed(kept.records) == untimed(train(config)[1].records)
+
+
+def test_toy_resume_after_interrupt_equals_an_uninterrupted_run(tmp_path):
+    config = toy_config()
+    _, full = train(config)
+    resumed = interrupted_then_resumed(tmp_path / "run", config, lambda: None, stop=7)
+    assert len(resumed) == 12
+    assert untimed(resumed.records) == untimed(full.records)
+    assert untimed(resumed.evals) == untimed(full.evals)
+    assert untimed(json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()) == untimed(
+        full.records
+    )
+
+
+def tiny_lm_setup():
+    recipe = recipe_for("tiny").with_(max_new_tokens=6)
+    task = recipe.task()
+    config = recipe.train_config(
+        task, seed=0, steps=4, prompts_per_step=2, group_size=2, eval_every=2, eval_prompts=3, progress=False
+    )
+    return config, lambda: make_tiny_lm(seed=0, max_new_tokens=6)
+
+
+def test_tiny_lm_resume_after_interrupt_equals_an_uninterrupted_run(tmp_path):
+    config, factory = tiny_lm_setup()
+    _, full = train(config, factory())
+    resumed = interrupted_then_resumed(tmp_path / "run", config, factory, stop=2)
+    assert untimed(resumed.records) == untimed(full.records)
+    assert untimed(resumed.evals) == untimed(full.evals)
+    assert (tmp_path / "run" / "checkpoint" / "reference.pt").is_file() == (config.algo.kl_coef > 0)
+    policy = load_policy(tmp_path / "run")  # a run folder's model/
+    assert policy.max_new_tokens == 32  # no recipe in config.json: CausalLMPolicy's default
+    assert sum(p.numel() for p in policy.parameters()) == 865_792
+
+
+def test_existing_folder_needs_resume_or_overwrite(tmp_path):
+    config = toy_config(steps=2)
+    train(config, run=RunFolder.create(tmp_path / "run", config))
+    with pytest.raises(RunError, match=r"run folder .*run exists: resume it with --resume"):
+        RunFolder.create(tmp_path / "run", config)
+    RunFolder.create(tmp_path / "run", config, overwrite=True)
+    assert not (tmp_path / "run" / "model.pt").exists()
+
+
+def test_resume_names_the_changed_knob_and_the_missing_or_corrupted_file(tmp_path):
+    config = toy_config(steps=4)
+    path = tmp_path / "run"
+    train(config, run=RunFolder.create(path, config))
+    with pytest.raises(RunError, match=r"missing checkpoint file .*checkpoint/training.pt"):
+        RunFolder.resume(path, config)
+    train(config, run=RunFolder.create(path, config, overwrite=True, save_every=2))
+    with pytest.raises(RunError, match=r"learning_rate differs from its config.json \(0.01 there, 0.02 now\)"):
+        RunFolder.resume(path, toy_config(steps=4, learning_rate=0.02))
+    with pytest.raises(RunError, match=r"algo.clip_eps_low differs"):
+        RunFolder.resume(path, toy_config(steps=4, algo=config.algo.with_(clip_eps_low=0.1)))
+    with pytest.raises(RunError, match=r"task.args.length differs"):
+        RunFolder.resume(path, toy_config(steps=4, task=type(config.task)(vocab_size=5, length=4)))
+    (path / "checkpoint" / "policy.pt").write_bytes(b"not a checkpoint")
+    with pytest.raises(RunError, match=r"corrupted checkpoint file .*policy.pt"):
+        train(config, run=RunFolder.resume(path, config))
+    with pytest.raises(RunError, match=r"is not a run folder: missing .*config.json"):
+        RunFolder(tmp_path / "nothing").config()
+
+
+def test_load_policy_names_what_a_folder_lacks(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"is not a model folder: missing config.json"):
+        load_policy(tmp_path)
+    (tmp_path / "config.json").write_text("{}")
+    with pytest.raises(FileNotFoundError, match=r"missing its weights \(model.safetensors"):
+        load_policy(tmp_path)
+    config = toy_config(steps=2)
+    train(config, run=RunFolder.create(tmp_path / "toy", config))
+    with pytest.raises(FileNotFoundError, match=r"holds no language model: missing .*toy/model"):
+        load_policy(tmp_path / "toy")
+
+
+def test_cli_train_out_eval_generate_on_the_toy_task(tmp_path, capsys):
+    out = tmp_path / "run"
+    flags = ["--steps", "20", "--prompts-per-step", "8", "--group-size", "4", "--eval-prompts", "50", "--no-progress"]
+    assert main(["train", *flags, "--out", str(out), "--save-every", "5"]) == 0
+    assert f"keeping the run in {out}" in capsys.readouterr().out
+    assert (out / "checkpoint" / "training.pt").is_file() and (out / "model.pt").is_file()
+    assert main(["train", *flags, "--out", str(out)]) == 2
+    assert "exists: resume it with --resume" in capsys.readouterr().err
+    assert main(["train", "--resume", str(out), "--learning-rate", "0.5"]) == 2
+    assert "learning_rate differs" in capsys.readouterr().err
+    assert main(["eval", str(out), "--samples", "2"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith(f"{out}: greedy_exact ") and "on 50 evaluation prompts" in printed[0]
+    assert len(printed) == 3 and "->" in printed[1]
+    assert main(["generate", str(out), "3 1 2"]) == 0
+    assert len(capsys.readouterr().out.split()) == 3
+    assert main(["generate", str(out), "3 1"]) == 2
+    assert "prompt must be 3 numbers" in capsys.readouterr().err
+
+
+def test_cli_generate_on_a_tiny_lm_run(tmp_path, capsys):
+    out = tmp_path / "lm"
+    flags = ["--task", "text_sort", "--model", "tiny", "--steps", "2", "--sft-steps", "0", "--eval-prompts", "2"]
+    flags += ["--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "4", "--no-progress"]
+    assert main(["train", *flags, "--out", str(out)]) == 0
+    assert (out / "model" / "model.safetensors").is_file()
+    capsys.readouterr()
+    assert main(["generate", str(out), "Sort in increasing order: 7, 2, 9"]) == 0
+    answer = capsys.readouterr().out
+    policy = load_policy(out)
+    task = RunFolder(out).task()
+    prompt = task.eval_prompts(1, torch.Generator().manual_seed(0))[0]
+    messages = [*prompt.messages[:-1], {"role": "user", "content": "Sort in increasing order: 7, 2, 9"}]
+    assert policy.max_new_tokens == 4
+    assert answer == policy.greedy([messages]).answers[0][0] + "\n"
+
+
+@pytest.mark.slow
+def test_ctrl_c_checkpoints_and_resume_equals_an_uninterrupted_run(tmp_path):
+    out = tmp_path / "run"
+    flags = ["--steps", "300", "--prompts-per-step", "16", "--group-size", "8", "--eval-every", "100", "--no-progress"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "minirl.cli", "train", *flags, "--out", str(out)],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    metrics = out / "metrics.jsonl"
+    deadline = time.monotonic() + 120
+    while (not metrics.is_file() or len(metrics.read_text().splitlines()) < 3) and time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()
+        time.sleep(0.02)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert f"continue with: minirl train --resume {out}" in err
+    done = len(metrics.read_text().splitlines())
+    assert 3 <= done < 300
+    assert (out / "checkpoint" / "training.pt").is_file() and not (out / "model.pt").exists()
+    assert main(["train", "--resume", str(out)]) == 0
+    _, full = train(TrainConfig(steps=300, prompts_per_step=16, group_size=8, eval_every=100, progress=False))
+    kept = [json.loads(x) for x in metrics.read_text().splitlines()]
+    assert untimed(kept) == untimed(full.records)
+    assert untimed(json.loads(x) for x in (out / "evals.jsonl").read_text().splitlines()) == untimed(full.evals)
