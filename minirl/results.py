@@ -31,6 +31,7 @@ import datetime as _dt
 import json
 import os
 import platform
+import re
 import resource
 import shlex
 import subprocess
@@ -453,18 +454,50 @@ def _execute_notebook(path: Path, env: dict[str, str], timeout: int):
     return nb
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+# tqdm's text bar ends in its timings: "desc:  40%|████      | 4/10 [00:01<00:02,  2.9it/s]", "7it [00:01, 5.1it/s]"
+TQDM_LINE = re.compile(r"\[[\d:]+(<[\d:?]+)?,\s*[^\]]*/[^\]]*\]")
+
+
+def _without_tqdm_lines(text: str) -> str:
+    """``text`` (a stderr stream) without tqdm's redrawn bars: the pieces between carriage returns that are
+    bars, and the blanks a closed bar (``leave=False``) leaves."""
+    kept = []
+    for line in text.splitlines(keepends=True):
+        end = "\n" if line.endswith("\n") else ""
+        pieces = line.rstrip("\n").split("\r")
+        if len(pieces) > 1:  # a redrawn line: keep what is not a bar nor the blanks that wipe one
+            pieces = [p for p in pieces if p.strip() and not TQDM_LINE.search(p)]
+            if pieces:
+                kept.append(pieces[-1] + end)
+        elif not TQDM_LINE.search(line):
+            kept.append(line)
+    return "".join(kept)
+
+
 def _without_run_state(nb):
     """The executed notebook without what changes every run and means nothing to a reader: per-cell execution
-    timestamps and the notebook's stored widget state (progress bars)."""
+    timestamps, the notebook's stored widget state, and progress bars (tqdm's widgets, and its text bars on
+    stderr, with their timings)."""
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         cell.get("metadata", {}).pop("execution", None)
+        if cell.get("cell_type") != "code":
+            continue
+        outputs = []
         for output in cell.get("outputs", []):
-            output.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
-        if cell.get("cell_type") == "code":
-            cell["outputs"] = [
-                o for o in cell.get("outputs", []) if o.get("output_type") != "display_data" or o.get("data")
-            ]
+            kind = output.get("output_type")
+            if kind in ("display_data", "update_display_data") and (WIDGET_VIEW in output.get("data", {})):
+                continue
+            if kind in ("display_data", "update_display_data") and not output.get("data"):
+                continue
+            if kind == "stream" and output.get("name") == "stderr":
+                text = output.get("text", "")
+                output["text"] = _without_tqdm_lines("".join(text) if isinstance(text, list) else text)
+                if not output["text"]:
+                    continue
+            outputs.append(output)
+        cell["outputs"] = outputs
     return nb
 
 

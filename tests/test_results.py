@@ -115,3 +115,42 @@ def test_ladder_and_train_save_their_figures(tmp_path, monkeypatch):
     )
     run = load("mine")["figures"]["runs"]["grpo"][0]
     assert run["steps"] == 3 and run["evals"][-1]["step"] == 3.0
+
+
+def test_stored_outputs_drop_progress_bars_and_widget_state():
+    """A fast-mode run stores its outputs without tqdm's widgets, its text bars (with their timings) or the
+    notebook's widget state: re-running leaves the notebooks as they were."""
+    import nbformat
+
+    view = {"model_id": "abc123", "version_major": 2, "version_minor": 0}
+    bar = (
+        "\rgrpo seed 0:   0%|          | 0/3 [00:00<?, ?it/s]\rgrpo seed 0: 100%|##########| 3/3 [00:01<00:00, 2.9it/s]"
+    )
+    nb = nbformat.v4.new_notebook(metadata={"widgets": {"application/vnd.jupyter.widget-state+json": {}}})
+    cell = nbformat.v4.new_code_cell("policy, history = train(config)\nprint('trained')")
+    cell.metadata["execution"] = {"iopub.execute_input": "2026-01-01T00:00:00Z"}
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={
+                "text/plain": "grpo seed 0:   0%|          | 0/3 [00:00<?, ?it/s]",
+                "application/vnd.jupyter.widget-view+json": view,
+            },
+        ),
+        nbformat.v4.new_output("stream", name="stderr", text=bar + "\r" + " " * 50 + "\r"),
+        nbformat.v4.new_output("stream", name="stderr", text=bar + "\ra warning\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="trained: reward 2.95 at the end\n"),
+        nbformat.v4.new_output("display_data", data={"text/plain": "<Figure size 640x480 with 1 Axes>"}),
+    ]
+    nb.cells = [cell, nbformat.v4.new_markdown_cell("text")]
+    out = minirl.results._without_run_state(nb)
+    assert "widgets" not in out.metadata and "execution" not in out.cells[0].metadata
+    assert [(o.output_type, o.get("name")) for o in out.cells[0].outputs] == [
+        ("stream", "stderr"),
+        ("stream", "stdout"),
+        ("display_data", None),
+    ]
+    assert out.cells[0].outputs[0].text == "a warning\n"
+    assert out.cells[0].outputs[1].text == "trained: reward 2.95 at the end\n"
+    stored = nbformat.writes(out)
+    assert "widget-view" not in stored and "it/s" not in stored and "00:01" not in stored
