@@ -349,6 +349,8 @@ def _run(args: argparse.Namespace, algos: list[str], seeds: list[int]) -> dict[s
     _check_algos(args.task, algos)
     _check_flags(args)
     if _is_text(args.task):
+        if getattr(args, "out", None) is not None:
+            raise SystemExit("minirl: compare --out keeps toy runs; keep a text run with minirl train --out")
         runs: dict[str, list[History]] = {}
         for algo in algos:
             for seed in seeds:
@@ -368,8 +370,24 @@ def _run(args: argparse.Namespace, algos: list[str], seeds: list[int]) -> dict[s
         workers=workers,
         progress=not args.no_progress,
         on_done=lambda algo, h: print(run_summary(args.task, labels[algo], h), flush=True),
+        folders=_run_folders(args, configs),
     )
     return {labels[algo]: histories for algo, histories in runs.items()}
+
+
+def _run_folders(args: argparse.Namespace, configs: dict[str, list]) -> dict[tuple[str, int], str] | None:
+    """``compare`` / ``ladder --out DIR``: a run folder per run under DIR (``minirl.compare.run_folders``)."""
+    if getattr(args, "out", None) is None:
+        return None
+    from minirl.compare import run_folders
+
+    return run_folders(configs, args.out, overwrite=args.overwrite)
+
+
+def _kept(args: argparse.Namespace, runs: dict[str, list[History]]) -> None:
+    if getattr(args, "out", None) is not None:
+        n = sum(len(hs) for hs in runs.values())
+        print(f"kept {n} runs in {args.out}: minirl plot {args.out} --out curves.png", flush=True)
 
 
 def _save_runs(args: argparse.Namespace, record, runs: dict[str, list[History]]) -> None:
@@ -402,6 +420,8 @@ def _record(args: argparse.Namespace, seeds: list[int], default_name: str):
 def cmd_train(args: argparse.Namespace) -> int:
     if args.out is not None or args.resume is not None:
         return _train_kept(args)
+    if args.tensorboard:
+        raise ValueError("tensorboard: --tensorboard logs into a run folder: give --out FOLDER (or --resume FOLDER)")
     what = Path(args.model).name if _is_text(args.task) else args.algo
     record = _record(args, [args.seed], f"train_{args.task}_{what}_seed{args.seed}")
     runs = _run(args, [args.algo], [args.seed])
@@ -452,10 +472,11 @@ def _train_kept(args: argparse.Namespace) -> int:
         policy, config = None, _config(args, args.algo, args.seed, not args.no_progress)
         extra = {"command": command}
     assert isinstance(config, TrainConfig)
+    keep = {"extra": extra, "save_every": args.save_every, "tensorboard": args.tensorboard}
     if resuming:
-        run = RunFolder.resume(folder, config, extra=extra, save_every=args.save_every)
+        run = RunFolder.resume(folder, config, **keep)
     else:
-        run = RunFolder.create(folder, config, extra=extra, overwrite=args.overwrite, save_every=args.save_every)
+        run = RunFolder.create(folder, config, overwrite=args.overwrite, **keep)
     print(f"{'resuming' if resuming else 'keeping'} the run in {folder}", flush=True)
     try:
         _, history = train(config, policy, run=run)
@@ -540,6 +561,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
     record = _record(args, list(range(args.seeds)), f"compare_{args.task}")
     runs = _run(args, algos, list(range(args.seeds)))
     _save_runs(args, record, runs)
+    _kept(args, runs)
     metric = "greedy_success" if _is_maze(args.task) else "greedy_exact"
     finals = ", ".join(f"{label} {sum(h.evals[-1][metric] for h in hs) / len(hs):.1%}" for label, hs in runs.items())
     print(
@@ -570,12 +592,15 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     )
     start = time.perf_counter()
     record = _record(args, list(range(args.seeds)), "ladder")
+    configs = ladder_configs(args.seeds, **settings)
     runs = run_all(
-        ladder_configs(args.seeds, **settings),
+        configs,
         workers=args.workers,
         progress=not args.no_progress,
         on_done=lambda rung, h: print(run_summary("sorting", rung, h), flush=True),
+        folders=_run_folders(args, configs),
     )
+    _kept(args, runs)
     elapsed = time.perf_counter() - start
     print(
         f"\n{len(LADDER_RUNGS)} rungs x {args.seeds} seeds in {elapsed:.0f} s. What each knob "
@@ -601,19 +626,43 @@ def cmd_ladder(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise SystemExit("minirl: --seeds must be >= 1")
+    if args.out is not None and (Path(args.out) / "record.json").exists():
+        raise ValueError(f"out: {Path(args.out) / 'record.json'} exists: remove it, or choose another --out")
     if args.trl:
         from minirl.bench.trl import run_trl_benchmark
 
-        return run_trl_benchmark(quick=args.quick, seeds=args.seeds, save=_save_name(args.save, "bench_trl"))
+        save = _save_name(args.save, "bench_trl")
+        return run_trl_benchmark(quick=args.quick, seeds=args.seeds, save=save, out=args.out)
     if args.lm:
         from minirl.bench.lm import run_lm_benchmark
 
         return run_lm_benchmark(
-            quick=args.quick, seeds=args.seeds, minutes=args.minutes, save=_save_name(args.save, "bench_lm")
+            quick=args.quick,
+            seeds=args.seeds,
+            minutes=args.minutes,
+            save=_save_name(args.save, "bench_lm"),
+            out=args.out,
         )
     from minirl.bench.toy import run_benchmark
 
-    return run_benchmark(quick=args.quick, seeds=args.seeds, save=_save_name(args.save, "bench"))
+    return run_benchmark(quick=args.quick, seeds=args.seeds, save=_save_name(args.save, "bench"), out=args.out)
+
+
+def cmd_plot(args: argparse.Namespace) -> int:
+    """Curves over seeds, one per label, drawn again from kept runs (``minirl.runs.runs_figure``)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from minirl.runs import load_runs, runs_figure
+
+    runs, config = load_runs(args.runs)
+    print(
+        f"{sum(len(hs) for hs in runs.values())} runs: "
+        + ", ".join(f"{label} ({len(hs)} seed{'s' if len(hs) != 1 else ''})" for label, hs in runs.items()),
+        flush=True,
+    )
+    _save(runs_figure(runs, config), args.out)
+    return 0
 
 
 def _save_name(flag: str | None, default: str) -> str | None:
@@ -635,6 +684,16 @@ def build_parser() -> argparse.ArgumentParser:
             help="keep the measured figures with their command, commit, machine and seeds in "
             "results/NAME.json (a path ending in .json also works; NAME defaults to the command's)",
         )
+
+    def add_out_dir(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--out",
+            default=None,
+            metavar="FOLDER",
+            help="keep each run in a run folder of its own, FOLDER/ALGO_seedN (minirl.runs); "
+            "minirl plot FOLDER draws the curves again",
+        )
+        p.add_argument("--overwrite", action="store_true", help="with --out: replace run folders that exist")
 
     def add_common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--task", choices=TASKS, default="sorting")
@@ -709,6 +768,12 @@ def build_parser() -> argparse.ArgumentParser:
         "--save-every", type=int, default=0, metavar="N", help="checkpoint every N steps (0: on Ctrl-C only)"
     )
     k.add_argument("--overwrite", action="store_true", help="with --out: replace a run folder that exists")
+    k.add_argument(
+        "--tensorboard",
+        action="store_true",
+        help="also log every step's metrics to FOLDER/tensorboard (needs the tensorboard package): "
+        "tensorboard --logdir FOLDER",
+    )
     p_train.set_defaults(func=cmd_train)
 
     p_eval = sub.add_parser("eval", help="greedy accuracy of a kept run's model on its task's evaluation prompts")
@@ -728,6 +793,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_common(p_cmp)
     p_cmp.add_argument("--algos", default="naive,baselined,clipped,grpo", help="comma-separated algorithm names")
     p_cmp.add_argument("--seeds", type=int, default=3)
+    add_out_dir(p_cmp)
     p_cmp.set_defaults(func=cmd_compare)
 
     p_ladder = sub.add_parser(
@@ -741,6 +807,7 @@ def build_parser() -> argparse.ArgumentParser:
     p_ladder.add_argument("--plot", default=None, help="save the four-panel figure to this PNG")
     p_ladder.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     add_save(p_ladder)
+    add_out_dir(p_ladder)
     p_ladder.set_defaults(func=cmd_ladder)
 
     p_bench = sub.add_parser("bench", help="the acceptance benchmark: print a table of measured figures")
@@ -763,7 +830,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="minirl and TRL's GRPOTrainer side by side on the same run (needs the trl extra)",
     )
+    p_bench.add_argument(
+        "--out",
+        default=None,
+        metavar="FOLDER",
+        help="keep the results record in FOLDER too: FOLDER/record.json beside FOLDER/env.json",
+    )
     p_bench.set_defaults(func=cmd_bench)
+
+    p_plot = sub.add_parser("plot", help="draw curves over seeds again from kept runs, without training")
+    p_plot.add_argument("runs", nargs="+", help="run folders, or folders of run folders (compare --out, ladder --out)")
+    p_plot.add_argument("--out", default="curves.png", help="the PNG to write (default: curves.png)")
+    p_plot.set_defaults(func=cmd_plot)
     return parser
 
 
@@ -771,7 +849,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(argv) if argv is not None else sys.argv[1:]
     args = build_parser().parse_args(argv)
     args.argv = argv
-    toy = not _is_text(getattr(args, "task", "")) and args.command not in ("eval", "generate")
+    toy = not _is_text(getattr(args, "task", "")) and args.command not in ("eval", "generate", "plot")
     if toy and not getattr(args, "lm", False) and not getattr(args, "trl", False):
         torch.set_num_threads(1)  # the toy models are tiny: one thread is faster than two fighting over 2 cores
     try:

@@ -5,7 +5,8 @@
     fig = plot_ladder(runs)
 
 ``run_all`` is what ``minirl compare``, ``minirl ladder`` and ``minirl bench`` share. Each run is seeded by its
-own config, so a run gives the same History whichever process runs it and in whatever order.
+own config, so a run gives the same History whichever process runs it and in whatever order. With ``out`` each
+run is also kept in a run folder of its own (``minirl.runs``), ``out/<label>_seed<N>/``.
 
 **The ladder demo** (``ladder_configs``; the README's first command, ``minirl ladder``). Six rungs, each one
 knob away from the rung below it (``AlgoConfig.changed_knobs``): naive → baselined → normalized → unclipped
@@ -20,6 +21,7 @@ own measurements.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
@@ -37,6 +39,7 @@ __all__ = [
     "ladder_summary",
     "plot_ladder",
     "run_all",
+    "run_folders",
     "run_one_config",
 ]
 
@@ -47,21 +50,51 @@ LADDER_SETTINGS = dict(
 GAIN = 0.02  # a rung "helps" when it lifts the mean final accuracy over seeds by more than this
 
 
-def run_one_config(config) -> History:
-    """Train one run: a ``TrainConfig`` (``train``) or a ``MazeTrainConfig`` (``train_maze``); its History."""
+def run_one_config(config, folder: str | None = None) -> History:
+    """Train one run: a ``TrainConfig`` (``train``) or a ``MazeTrainConfig`` (``train_maze``); its History.
+    ``folder``: a run folder ``run_folders`` made, which the run fills (metrics, evaluations, model, curves)."""
     from minirl.maze_rl import MazeTrainConfig, train_maze
     from minirl.train import train
 
     if isinstance(config, MazeTrainConfig):
         return train_maze(config)[2]
+    if folder is not None:
+        from minirl.runs import RunFolder
+
+        return train(config, run=RunFolder(folder))[1]
     return train(config)[1]
 
 
-def _one_thread_run(config) -> History:
+def _one_thread_run(config, folder: str | None = None) -> History:
     import torch
 
     torch.set_num_threads(1)  # one process per core: torch's own threads would fight over the same cores
-    return run_one_config(config)
+    return run_one_config(config, folder)
+
+
+def run_folders(
+    configs: Mapping[str, Sequence], out: str | os.PathLike, *, overwrite: bool = False
+) -> dict[tuple[str, int], str]:
+    """A run folder per config under ``out`` (``out/<label>_seed<N>/``, made now with its config.json and
+    env.json, so a folder that exists is refused before anything trains); ``{(label, i): path}``."""
+    from minirl.maze_rl import MazeTrainConfig
+    from minirl.runs import RunError, RunFolder
+
+    folders: dict[tuple[str, int], str] = {}
+    for label, group in configs.items():
+        for i, config in enumerate(group):
+            if isinstance(config, MazeTrainConfig):
+                raise RunError("out: run folders keep sorting and text runs; the maze has no run folder yet")
+            path = os.path.join(out, f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', label).strip('_')}_seed{config.seed}")
+            if path in folders.values():
+                raise RunError(f"out: two runs would share the run folder {path}: give each seed once per label")
+            folders[label, i] = path
+    taken = [p for p in folders.values() if os.path.isdir(p) and os.listdir(p)]
+    if taken and not overwrite:
+        raise RunError(f"out: run folder {taken[0]} exists: replace it with --overwrite, or choose another --out")
+    for (label, i), path in folders.items():
+        RunFolder.create(path, configs[label][i], overwrite=overwrite)
+    return folders
 
 
 def run_all(
@@ -69,13 +102,16 @@ def run_all(
     workers: int = 1,
     on_done: Callable[[str, History], None] | None = None,
     progress: bool = True,
+    folders: Mapping[tuple[str, int], str] | None = None,
 ) -> dict[str, list[History]]:
     """Train every config; returns ``{label: [History, ...]}`` in the order given (one per config).
 
     ``workers``: processes training side by side (1 = here, one after the other; 0 = one per CPU core). Each
     run's seed is in its config, so the results do not depend on ``workers``. ``on_done(label, history)`` is
-    called as each run finishes (in finishing order). A progress bar counts finished runs.
+    called as each run finishes (in finishing order). A progress bar counts finished runs. ``folders``: the run
+    folders of ``run_folders(configs, out)``, one per config, which the runs fill as they train.
     """
+    folders = folders or {}
     if workers < 0:
         raise ValueError(f"workers must be >= 0 (0 = one per CPU core); got {workers}")
     jobs = [(label, i, config) for label, group in configs.items() for i, config in enumerate(group)]
@@ -93,10 +129,12 @@ def run_all(
 
     if workers == 1:
         for label, i, config in jobs:
-            finish(label, i, run_one_config(config))
+            finish(label, i, run_one_config(config, folders.get((label, i))))
     else:  # "spawn": a fresh interpreter per worker, safe whatever threads torch has started here
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
-            futures = {pool.submit(_one_thread_run, config): (label, i) for label, i, config in jobs}
+            futures = {
+                pool.submit(_one_thread_run, config, folders.get((label, i))): (label, i) for label, i, config in jobs
+            }
             for future in as_completed(futures):
                 finish(*futures[future], future.result())
     bar.close()

@@ -9,13 +9,17 @@
     ├── checkpoint/      with save_every (and on Ctrl-C): policy.pt, reference.pt, training.pt (optimizer, LR
     │                    scheduler, generator states, step), history.json
     ├── curves.png       at the end
-    └── model/           at the end: a language model's save_pretrained folder (+ tokenizer); for the toy model
-                         model.pt (its state dict) and model.json (its constructor arguments)
+    ├── model/           at the end: a language model's save_pretrained folder (+ tokenizer); for the toy model
+    │                    model.pt (its state dict) and model.json (its constructor arguments)
+    └── tensorboard/     with tensorboard=True: every step's metrics (train/NAME) and evaluation (eval/NAME) as
+                         TensorBoard scalars, written beside the JSON lines (which stay the source)
 
-``train(config, model, run=RunFolder.create(path, config))`` fills one; ``RunFolder.resume(path, config)`` continues
-from its checkpoint, and the resumed run's History equals an uninterrupted run's (timings aside). Every file is
-written to a temporary name and renamed, so a reader never sees half a file. Without a run folder ``train``
-uses ``RunHooks``, which does nothing.
+``train(config, model, run=RunFolder.create(path, config))`` fills one (``minirl compare`` and ``ladder`` with
+``--out DIR`` fill one per run under DIR); ``RunFolder.resume(path, config)`` continues from its checkpoint,
+and the resumed run's History equals an uninterrupted run's (timings aside); ``load_runs`` and ``runs_figure``
+read kept runs back and draw their curves over seeds (``minirl plot``). Every file is written to a temporary
+name and renamed, so a reader never sees half a file. Without a run folder ``train`` uses ``RunHooks``, which
+does nothing.
 """
 
 from __future__ import annotations
@@ -53,7 +57,10 @@ __all__ = [
     "describe_config",
     "describe_task",
     "environment",
+    "find_runs",
     "load_run_policy",
+    "load_runs",
+    "runs_figure",
 ]
 
 CHECKPOINT = "checkpoint"
@@ -224,10 +231,11 @@ class RunHooks:
 class RunFolder(RunHooks):
     """One run on disk (see the module docstring). Make one with ``create`` (a new run) or ``resume``.
 
-    ``save_every``: checkpoint every this many steps (0: only when interrupted).
+    ``save_every``: checkpoint every this many steps (0: only when interrupted). ``tensorboard``: also log every
+    step's metrics to ``tensorboard/`` (needs the ``tensorboard`` package).
     """
 
-    def __init__(self, path: str | os.PathLike, save_every: int = 0) -> None:
+    def __init__(self, path: str | os.PathLike, save_every: int = 0, tensorboard: bool = False) -> None:
         if save_every < 0:
             raise RunError(f"save_every must be >= 0 (0: checkpoint only on Ctrl-C); got {save_every}")
         self.path = Path(path)
@@ -235,6 +243,8 @@ class RunFolder(RunHooks):
         self.resuming = False
         self._written = (0, 0)  # records and evaluations already in metrics.jsonl and evals.jsonl
         self._stop = False
+        self._tensorboard = _summary_writer_class() if tensorboard else None
+        self._writer: Any = None
 
     @classmethod
     def create(
@@ -245,10 +255,11 @@ class RunFolder(RunHooks):
         extra: dict[str, Any] | None = None,
         overwrite: bool = False,
         save_every: int = 0,
+        tensorboard: bool = False,
     ) -> RunFolder:
         """A new run folder holding ``config.json`` (``describe_config`` plus ``extra``) and ``env.json``. A folder
         that exists is an error unless ``overwrite`` (then it is emptied)."""
-        run = cls(path, save_every)
+        run = cls(path, save_every, tensorboard)
         if run.path.exists() and any(run.path.iterdir()):
             if not overwrite:
                 raise RunError(
@@ -264,11 +275,17 @@ class RunFolder(RunHooks):
 
     @classmethod
     def resume(
-        cls, path: str | os.PathLike, config: TrainConfig, *, extra: dict[str, Any] | None = None, save_every: int = 0
+        cls,
+        path: str | os.PathLike,
+        config: TrainConfig,
+        *,
+        extra: dict[str, Any] | None = None,
+        save_every: int = 0,
+        tensorboard: bool = False,
     ) -> RunFolder:
         """The run folder at ``path``, to continue from its checkpoint with ``config``, which must be the one it
         was started with (the error names the first knob that differs)."""
-        run = cls(path, save_every)
+        run = cls(path, save_every, tensorboard)
         stored = run.config()
         current = json.loads(json.dumps({**describe_config(config), **(extra or {})}, default=str))
         changed = _differences(stored, current)
@@ -317,7 +334,25 @@ class RunFolder(RunHooks):
                 with open(self.path / name, "a") as f:
                     f.write("".join(json.dumps(r) + "\n" for r in rows[done:]))
                     f.flush()
+        if self._tensorboard is not None:
+            self._log_to_tensorboard(history)
         self._written = (len(history.records), len(history.evals))
+
+    def _log_to_tensorboard(self, history: History) -> None:
+        """The records and evaluations not yet written, as scalars ``train/NAME`` and ``eval/NAME`` at their step."""
+        if self._writer is None:
+            assert self._tensorboard is not None
+            self._writer = self._tensorboard(log_dir=str(self.path / "tensorboard"))
+        for prefix, rows, done in (
+            ("train", history.records, self._written[0]),
+            ("eval", history.evals, self._written[1]),
+        ):
+            for i, row in enumerate(rows[done:], start=done + 1):
+                step = int(row.get("step", i))
+                for name, value in row.items():
+                    if name != "step":
+                        self._writer.add_scalar(f"{prefix}/{name}", value, step)
+        self._writer.flush()
 
     def after_step(self, step: int, state: TrainState) -> None:
         self.log(state.history)
@@ -338,6 +373,8 @@ class RunFolder(RunHooks):
         state.history.to_json(self.path / ".history.json")
         (self.path / ".history.json").replace(self.path / "history.json")
         _plot_curves(self.path / "curves.png", state.history, self.config())
+        if self._writer is not None:
+            self._writer.close()
 
     @contextlib.contextmanager
     def interrupts_deferred(self) -> Iterator[None]:
@@ -401,6 +438,17 @@ class RunFolder(RunHooks):
         return int(training["step"])
 
 
+def _summary_writer_class() -> Any:
+    """``torch.utils.tensorboard.SummaryWriter``, or a one-line error naming the package it needs."""
+    try:
+        from torch.utils.tensorboard import SummaryWriter
+    except ImportError:
+        raise RunError(
+            "tensorboard: logging to TensorBoard needs the tensorboard package: pip install tensorboard"
+        ) from None
+    return SummaryWriter
+
+
 def _lookup(tree: dict, dotted: str) -> Any:
     for key in dotted.split("."):
         tree = tree.get(key) if isinstance(tree, dict) else None  # pyright: ignore[reportAssignmentType]
@@ -454,11 +502,64 @@ def _plot_curves(path: Path, history: History, config: dict[str, Any]) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
-    from minirl.plotting import training_figure
-
-    task = config["task"]["class"].rpartition(":")[2]
-    fig = training_figure({history.label: [history]}, task, text="model" in config)
+    fig = runs_figure({history.label: [history]}, config)
     atomic_write(path, lambda tmp: fig.savefig(tmp, dpi=120, format="png"))
     import matplotlib.pyplot as plt
 
     plt.close(fig)
+
+
+# ---- reading kept runs back --------------------------------------------------------------------------------------
+
+
+def find_runs(paths: list[str | os.PathLike]) -> list[Path]:
+    """The run folders named by ``paths``: a run folder itself, or (a folder of runs, as ``compare --out`` makes)
+    every run folder directly inside it, in name order."""
+    if not paths:
+        raise RunError("paths is empty: name at least one run folder or folder of run folders")
+    found: list[Path] = []
+    for path in map(Path, paths):
+        if (path / "config.json").is_file():
+            found.append(path)
+            continue
+        inside = sorted(p for p in path.iterdir() if (p / "config.json").is_file()) if path.is_dir() else []
+        if not inside:
+            raise RunError(f"{path} is neither a run folder nor a folder of run folders (no config.json in it)")
+        found += inside
+    return found
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    try:
+        return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    except (OSError, json.JSONDecodeError) as err:
+        raise RunError(f"missing or corrupted {path}: {err}") from None
+
+
+def load_runs(paths: list[str | os.PathLike]) -> tuple[dict[str, list[History]], dict[str, Any]]:
+    """``({label: [History per seed]}, the first run's config)`` from the run folders ``find_runs`` finds: each
+    History rebuilt from metrics.jsonl and evals.jsonl (so an unfinished run counts too), labelled by its preset
+    (the algorithm's name in config.json) and sorted by seed. Runs of different tasks are an error."""
+    runs: dict[str, list[History]] = {}
+    first: dict[str, Any] = {}
+    for folder in find_runs(paths):
+        config = RunFolder(folder).config()
+        first = first or config
+        if config.get("task") != first.get("task"):
+            raise RunError(f"paths: {folder} trained on another task than the runs before it: plot them apart")
+        label = str(config.get("preset", folder.name))
+        history = History(label, int(config.get("seed", 0)), _read_jsonl(folder / "metrics.jsonl"))
+        history.evals = _read_jsonl(folder / "evals.jsonl")
+        if not history.records:
+            raise RunError(f"{folder} has no step in its metrics.jsonl yet: nothing to plot")
+        runs.setdefault(label, []).append(history)
+    return {label: sorted(hs, key=lambda h: h.seed) for label, hs in runs.items()}, first
+
+
+def runs_figure(runs: dict[str, list[History]], config: dict[str, Any]):
+    """The figure of ``minirl train`` / ``compare`` (``plotting.training_figure``) of ``runs`` on the task of
+    ``config`` (a run folder's config.json): ``runs_figure(*load_runs(paths))`` draws it again from kept runs,
+    without training, one curve over seeds per label. Returns the Figure."""
+    from minirl.plotting import training_figure
+
+    return training_figure(runs, config["task"]["class"].rpartition(":")[2], text="model" in config)

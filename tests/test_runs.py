@@ -217,3 +217,113 @@ def test_ctrl_c_checkpoints_and_resume_equals_an_uninterrupted_run(tmp_path):
     kept = [json.loads(x) for x in metrics.read_text().splitlines()]
     assert untimed(kept) == untimed(full.records)
     assert untimed(json.loads(x) for x in (out / "evals.jsonl").read_text().splitlines()) == untimed(full.evals)
+
+
+@pytest.mark.slow
+def test_compare_out_keeps_a_run_folder_per_run_and_plot_groups_them(tmp_path, capsys):
+    from minirl.compare import run_all, run_folders
+    from minirl.runs import load_runs
+
+    configs = {
+        algo: [toy_config(algo=algo, seed=s, steps=4, eval_every=2) for s in (0, 1)] for algo in ("grpo", "naive")
+    }
+    folders = run_folders(configs, tmp_path / "cmp")
+    runs = run_all(configs, workers=2, progress=False, folders=folders)
+    assert sorted(p.name for p in (tmp_path / "cmp").iterdir()) == [
+        "grpo_seed0",
+        "grpo_seed1",
+        "naive_seed0",
+        "naive_seed1",
+    ]
+    for (algo, i), folder in folders.items():
+        lines = [json.loads(x) for x in (Path(folder) / "metrics.jsonl").read_text().splitlines()]
+        assert lines == runs[algo][i].records and len(lines) == 4
+        assert json.loads((Path(folder) / "config.json").read_text())["seed"] == i
+    kept, config = load_runs([tmp_path / "cmp"])
+    assert {label: [h.seed for h in hs] for label, hs in kept.items()} == {"grpo": [0, 1], "naive": [0, 1]}
+    assert [h.records for h in kept["naive"]] == [h.records for h in runs["naive"]]
+    assert config["task"]["class"] == "toy_envs.sorting:SortingTask"
+    png = tmp_path / "again.png"
+    assert main(["plot", str(tmp_path / "cmp" / "grpo_seed0"), str(tmp_path / "cmp"), "--out", str(png)]) == 0
+    assert "5 runs: grpo (3 seeds), naive (2 seeds)" in capsys.readouterr().out  # a run named twice counts twice
+    assert png.stat().st_size > 10_000
+    with pytest.raises(RunError, match="grpo_seed0 exists: replace it with --overwrite"):
+        run_folders(configs, tmp_path / "cmp")
+
+
+@pytest.mark.slow
+def test_cli_compare_and_ladder_out_then_plot(tmp_path, capsys):
+    import matplotlib.pyplot as plt
+
+    from minirl.runs import load_runs, runs_figure
+
+    argv = ["compare", "--algos", "grpo,clipped", "--seeds", "2", "--steps", "3", "--eval-prompts", "20"]
+    assert main([*argv, "--no-progress", "--workers", "1", "--out", str(tmp_path / "cmp")]) == 0
+    assert f"kept 4 runs in {tmp_path / 'cmp'}" in capsys.readouterr().out
+    fig = runs_figure(*load_runs([tmp_path / "cmp"]))
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert legend == ["clipped (2 seeds)", "grpo (2 seeds)"]
+    plt.close(fig)
+    assert (
+        main(
+            [
+                "ladder",
+                "--seeds",
+                "1",
+                "--steps",
+                "2",
+                "--workers",
+                "1",
+                "--no-progress",
+                "--out",
+                str(tmp_path / "lad"),
+            ]
+        )
+        == 0
+    )
+    assert len(list((tmp_path / "lad").glob("*_seed0/metrics.jsonl"))) == 6
+    assert main(["plot", str(tmp_path / "nowhere")]) == 2
+    assert "nowhere is neither a run folder nor a folder of run folders" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_out_keeps_the_record_beside_env_json(tmp_path, monkeypatch, capsys):
+    import minirl.bench.toy as bench
+
+    monkeypatch.setattr(bench, "LARGE_STEPS", 20)
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path / "results"))
+    out = tmp_path / "bench"
+    assert main(["bench", "--quick", "--seeds", "1", "--save", "--out", str(out)]) == 0
+    kept, saved = (json.loads(p.read_text()) for p in (out / "record.json", tmp_path / "results" / "bench.json"))
+    assert kept["figures"] == saved["figures"] and kept["name"] == "bench" and kept["seeds"] == [0]
+    assert set(kept["figures"]["targets"]) == {
+        "sorting 3x5 GRPO >= 99% in 15 s",
+        "sorting 5x10 best >= 90% of ceiling",
+        "maze >= 99% greedy success",
+    }
+    assert json.loads((out / "env.json").read_text())["torch"] == torch.__version__
+    assert main(["bench", "--quick", "--out", str(out)]) == 2  # a kept record is never replaced
+    assert "record.json exists" in capsys.readouterr().err
+
+
+@pytest.mark.slow  # importing tensorboard alone takes seconds
+def test_tensorboard_holds_the_reward_of_every_step(tmp_path):
+    pytest.importorskip("tensorboard", reason="the tensorboard package is not installed (pip install -e '.[dev]')")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = toy_config(steps=5, eval_every=2)
+    _, history = train(config, run=RunFolder.create(tmp_path / "run", config, tensorboard=True))
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    rewards = events.Scalars("train/reward")
+    assert [e.step for e in rewards] == [1, 2, 3, 4, 5]
+    assert [e.value for e in rewards] == pytest.approx(list(history["reward"]), rel=1e-6)  # stored as float32
+    assert [e.step for e in events.Scalars("eval/greedy_exact")] == [int(e["step"]) for e in history.evals]
+
+
+def test_tensorboard_without_the_package_or_a_folder_is_one_clear_error(tmp_path, monkeypatch, capsys):
+    monkeypatch.setitem(sys.modules, "torch.utils.tensorboard", None)  # as if tensorboard were not installed
+    with pytest.raises(RunError, match="needs the tensorboard package: pip install tensorboard"):
+        RunFolder.create(tmp_path / "run", toy_config(), tensorboard=True)
+    assert main(["train", "--steps", "1", "--no-progress", "--tensorboard"]) == 2
+    assert "--tensorboard logs into a run folder: give --out FOLDER" in capsys.readouterr().err

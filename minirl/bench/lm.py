@@ -168,13 +168,18 @@ def _report(title: str, runs: list[dict[str, Any]], summary: dict[str, Any]) -> 
 
 
 def run_lm_benchmark(
-    quick: bool = False, seeds: int = 3, minutes: float | None = None, save: str | None = None, workers: int = 0
+    quick: bool = False,
+    seeds: int = 3,
+    minutes: float | None = None,
+    save: str | None = None,
+    workers: int = 0,
+    out: str | None = None,
 ) -> int:
     """Run the three parts; returns 0 when the targets are met (always 0 with ``quick``).
 
     ``seeds``: seeds 0 .. seeds-1 of each recipe. ``minutes``: stop SmolLM2's training after this many minutes
     (None: the recipe's steps). ``save``: a results name or path (``minirl.results``). ``workers``: tiny-model
-    processes side by side (0: one per core)."""
+    processes side by side (0: one per core). ``out``: a folder to keep the record in too (``bench.finish``)."""
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1; got {seeds}")
     record = Record(save or "bench_lm", seeds=list(range(seeds)))
@@ -243,4 +248,4 @@ def run_lm_benchmark(
         f"SmolLM2: mean >= 90% within {TARGET_MINUTES:.0f} min of training": smol_summary["after"]["mean"] >= 0.90
         and all(within),
     }
-    return finish(record, ok, save, quick)
+    return finish(record, ok, save, quick, out)

@@ -177,9 +177,9 @@ def bench_ladder(seeds: int) -> tuple[bool, dict]:
     return elapsed < 180, {"seconds": elapsed, **ladder_figures(runs)}
 
 
-def run_benchmark(quick: bool = False, seeds: int = 3, save: str | None = None) -> int:
+def run_benchmark(quick: bool = False, seeds: int = 3, save: str | None = None, out: str | None = None) -> int:
     """Run all four parts; returns 0 if every target is met, 1 otherwise. ``save``: a results name or path
-    (``minirl.results``) for every figure."""
+    (``minirl.results``) for every figure; ``out``: a folder to keep the record in too (``bench.finish``)."""
     record = Record(save or "bench", seeds=list(range(seeds)))
     torch.set_num_threads(1)
     small_budget, large_budget = (2.0, 2.0) if quick else (15.0, 60.0)
@@ -195,4 +195,4 @@ def run_benchmark(quick: bool = False, seeds: int = 3, save: str | None = None) 
         if quick and key == "ladder":
             continue
         verdicts[name], record.figures[key] = part()
-    return finish(record, verdicts, save, quick)
+    return finish(record, verdicts, save, quick, out)

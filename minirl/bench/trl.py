@@ -225,11 +225,14 @@ def _not_worse(mine: list[float], theirs: list[float]) -> tuple[bool, float, flo
     return diff >= -2 * se, diff, 2 * se
 
 
-def run_trl_benchmark(quick: bool = False, seed: int | None = None, seeds: int = 3, save: str | None = None) -> int:
+def run_trl_benchmark(
+    quick: bool = False, seed: int | None = None, seeds: int = 3, save: str | None = None, out: str | None = None
+) -> int:
     """Run the side-by-side benchmark; returns 0 when the targets are met (always 0 with ``quick``).
 
     The tiny model runs seeds 0 .. ``seeds``-1 (or only ``seed``); SmolLM2 runs one seed (speed only).
-    ``save``: a results name or path (``minirl.results``)."""
+    ``save``: a results name or path (``minirl.results``); ``out``: a folder to keep the record in too
+    (``bench.finish``)."""
     try:
         import trl  # noqa: F401
     except ImportError:
@@ -264,4 +267,4 @@ def run_trl_benchmark(quick: bool = False, seed: int | None = None, seeds: int =
                 ok["tiny: reward not worse than TRL's beyond 2 standard errors"] = verdict
             else:
                 ok["SmolLM2: minirl no slower than TRL"] = mine[0]["s_per_step"] <= theirs[0]["s_per_step"]
-    return finish(record, ok, save, quick)
+    return finish(record, ok, save, quick, out)
