@@ -487,18 +487,31 @@ def _without_run_state(nb):
         outputs = []
         for output in cell.get("outputs", []):
             kind = output.get("output_type")
-            if kind in ("display_data", "update_display_data") and (WIDGET_VIEW in output.get("data", {})):
+            if kind in ("display_data", "update_display_data") and _is_progress_display(output.get("data", {})):
                 continue
-            if kind in ("display_data", "update_display_data") and not output.get("data"):
-                continue
-            if kind == "stream" and output.get("name") == "stderr":
+            if kind == "stream":
                 text = output.get("text", "")
-                output["text"] = _without_tqdm_lines("".join(text) if isinstance(text, list) else text)
+                text = "".join(text) if isinstance(text, list) else text
+                output["text"] = _without_tqdm_lines(text) if output.get("name") == "stderr" else text
                 if not output["text"]:
+                    continue
+                previous = outputs[-1] if outputs else None
+                if (
+                    previous is not None
+                    and previous.get("output_type") == "stream"
+                    and (previous.get("name") == output.get("name"))
+                ):  # the kernel splits one printed text into blocks wherever it flushed: keep one block
+                    previous["text"] += output["text"]
                     continue
             outputs.append(output)
         cell["outputs"] = outputs
     return nb
+
+
+def _is_progress_display(data: dict) -> bool:
+    """A progress bar's display output: a widget (tqdm in JupyterLab), an empty display, or an HTML ``<progress>``
+    bar (transformers' Trainer), which also carries the elapsed time."""
+    return not data or WIDGET_VIEW in data or "<progress" in str(data.get("text/html", ""))
 
 
 def run_notebooks_fast(notebooks: list[str | Path], timeout: int = 600) -> Path:

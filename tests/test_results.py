@@ -154,3 +154,30 @@ def test_stored_outputs_drop_progress_bars_and_widget_state():
     assert out.cells[0].outputs[1].text == "trained: reward 2.95 at the end\n"
     stored = nbformat.writes(out)
     assert "widget-view" not in stored and "it/s" not in stored and "00:01" not in stored
+
+
+def test_stored_outputs_drop_html_progress_bars_and_join_split_prints():
+    """transformers' Trainer draws an HTML ``<progress>`` bar with its elapsed time: dropped. A print the kernel
+    flushed in several blocks is stored as one block, so re-running does not move the block boundaries."""
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("trainer.train()")
+    cell.outputs = [
+        nbformat.v4.new_output(
+            "display_data",
+            data={
+                "text/html": "<div><progress value='2' max='2'></progress> [2/2 00:01, Epoch 1/1]</div>",
+                "text/plain": "<IPython.core.display.HTML object>",
+            },
+        ),
+        nbformat.v4.new_output("stream", name="stdout", text="step 1: reward 0.25\n"),
+        nbformat.v4.new_output("stream", name="stdout", text="step 2: reward 0.50\n"),
+        nbformat.v4.new_output("display_data", data={"text/html": "<table><tr><td>kept</td></tr></table>"}),
+        nbformat.v4.new_output("stream", name="stdout", text="after the table\n"),
+    ]
+    nb.cells = [cell]
+    out = minirl.results._without_run_state(nb).cells[0].outputs
+    assert [o.output_type for o in out] == ["stream", "display_data", "stream"]
+    assert out[0].text == "step 1: reward 0.25\nstep 2: reward 0.50\n"
+    assert "kept" in out[1].data["text/html"] and out[2].text == "after the table\n"
