@@ -9,6 +9,7 @@ The public API, in the order the course meets it:
 - presets and the loop: ``ALGORITHMS``, ``AlgoConfig``, ``TrainConfig``, ``train`` (its inner
   update ``policy_update``), ``evaluate``; the contracts it checks: ``Policy``, ``Task`` (and the optional
   capabilities of ``minirl.protocols``), ``Rollout``; the toy model as a policy: ``ToyPolicy``
+- how often k attempts find a right answer: ``pass_at_k``, ``sampled_pass_at_k`` (``minirl.pass_at_k``)
 - a real language model: ``minirl.lm`` (``load_policy``, ``CausalLMPolicy``), ``sft_loss``
 - curves: ``History``, ``plot_reward_curves``
 - preferences: ``bradley_terry_loss``, ``RewardModel``, ``train_reward_model``, ``dpo_loss`` on
@@ -19,6 +20,7 @@ from minirl.advantages import compute_deltas, compute_gae, discounted_returns, z
 from minirl.algorithms import ALGORITHMS, AlgoConfig, get_algorithm
 from minirl.history import History
 from minirl.losses import aggregate, bradley_terry_loss, compute_loss, dpo_loss, kl_estimate, policy_loss, sft_loss
+from minirl.pass_at_k import pass_at_k, sampled_pass_at_k
 from minirl.plotting import plot_reward_curves, smooth_centered
 from minirl.preferences import (
     PreferencePairs,
@@ -73,11 +75,13 @@ __all__ = [
     "make_model",
     "make_preference_pairs",
     "pairwise_accuracy",
+    "pass_at_k",
     "plot_reward_curves",
     "policy_loss",
     "policy_update",
     "response_log_probs",
     "rollout_log_probs",
+    "sampled_pass_at_k",
     "sample_responses",
     "sft_loss",
     "smooth_centered",
