@@ -496,25 +496,99 @@ def _train_kept(args: argparse.Namespace) -> int:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    """Greedy accuracy and format rate of a run folder's trained model on its task's evaluation prompts."""
+    """Greedy accuracy and format rate of a run folder's trained model on its task's evaluation prompts (or
+    another task's: ``--task``, ``--n-numbers``, ``--max-value``, ``--digits``), pass@k from
+    ``--samples-per-prompt`` samples at T = 1, a text task's answer kinds, and a few answers."""
     from minirl.runs import RunFolder, load_run_policy
-    from minirl.train import evaluate
+    from minirl.train import _eval_prompts, evaluate
 
     run = RunFolder(args.run)
-    task, policy = run.task(), load_run_policy(args.run, device=args.device)
     config = run.config()
+    task, changed = _eval_task(args, run.task())
+    ks = _eval_ks(args.k, args.samples_per_prompt)
+    policy = load_run_policy(args.run, device=args.device)
     n = args.eval_prompts or config.get("eval_prompts", 1000)
-    ev = evaluate(policy, task, n, torch.Generator().manual_seed(10_000 + config.get("seed", 0)), sampled=False)
+    seed, run_seed = 10_000 + config.get("seed", 0), config.get("seed", 0)
+    if changed:
+        print(f"task: {changed}")
+    ev = evaluate(policy, task, n, torch.Generator().manual_seed(seed), sampled=False)
     print(f"{args.run}: " + ", ".join(f"{k} {v:.1%}" for k, v in ev.items()) + f" on {n} evaluation prompts")
-    from minirl.train import _eval_prompts
-
-    prompts = _eval_prompts(task, n, torch.Generator().manual_seed(10_000 + config.get("seed", 0)))
+    prompts = _eval_prompts(task, n, torch.Generator().manual_seed(seed))
+    _print_pass_at_k(policy, task, prompts, args.samples_per_prompt, ks, run_seed)
+    if hasattr(task, "answer_kinds"):
+        kinds = task.answer_kinds(prompts, policy.greedy(prompts).answers)
+        print("  greedy answer kinds: " + "; ".join(f"{k} {v:.1%}" for k, v in kinds.items()))
     shown = prompts[: args.samples]
     answers = policy.greedy(shown).answers
     right = task.is_correct(shown, answers)
     for i in range(len(right)):
         print(f"  {_show(shown[i])!r} -> {_show(answers[i])!r} ({'right' if right[i].all() else 'wrong'})")
     return 0
+
+
+EVAL_SAMPLING_SEED = 20_000
+"""``minirl eval`` draws its pass@k samples with ``torch.Generator().manual_seed(EVAL_SAMPLING_SEED + run seed)``."""
+
+
+def _print_pass_at_k(policy, task, prompts, n_samples: int, ks: list[int], seed: int) -> None:
+    """One line: pass@k for each k, from ``n_samples`` samples per prompt at T = 1 (``sampled_pass_at_k``),
+    drawn with the generator seeded ``EVAL_SAMPLING_SEED + seed`` (the run's seed)."""
+    from minirl.pass_at_k import sampled_pass_at_k
+
+    generator = torch.Generator().manual_seed(EVAL_SAMPLING_SEED + seed)
+    scores = sampled_pass_at_k(policy, task, prompts, n_samples, ks, generator)
+    print("  " + ", ".join(f"{k} {v:.1%}" for k, v in scores.items()) + f" ({n_samples} samples per prompt, T = 1)")
+
+
+def _eval_ks(text: str | None, n_samples: int) -> list[int]:
+    """The ks of ``--k`` (default: 1 and ``n_samples``), each in 1..n_samples."""
+    if n_samples < 1:
+        raise ValueError(f"--samples-per-prompt must be >= 1; got {n_samples}")
+    if text is None:
+        return sorted({1, n_samples})
+    try:
+        ks = [int(k) for k in text.split(",") if k.strip()]
+    except ValueError:
+        raise ValueError(f"--k must be comma-separated integers such as 1,8; got {text!r}") from None
+    bad = [k for k in ks if not 1 <= k <= n_samples]
+    if not ks or bad:
+        raise ValueError(f"--k must be integers in 1..--samples-per-prompt = {n_samples}; got {text!r}")
+    return ks
+
+
+def _eval_task(args: argparse.Namespace, task):
+    """(the task to evaluate on, a description of the change or ""): the run's task, or a text task built with
+    the run's prompt settings (worked examples, system message, held-out sets) and the flags' sizes."""
+    from toy_envs.text_tasks import TextAdditionTask, TextSortTask
+
+    sizes = {"n_numbers": args.n_numbers, "max_value": args.max_value, "digits": args.digits}
+    given = {k: v for k, v in sizes.items() if v is not None}
+    if args.task is None and not given:
+        return task, ""
+    if not isinstance(task, (TextSortTask, TextAdditionTask)):
+        raise ValueError(
+            f"--task, --n-numbers, --max-value and --digits apply to a text run (text_sort, text_add); "
+            f"{args.run} is a {type(task).__name__} run"
+        )
+    for name, value in given.items():
+        if value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be >= 1; got {value}")
+    sort = args.task == "text_sort" if args.task is not None else "digits" not in given
+    wrong = [k for k in given if (k == "digits") == sort]
+    if wrong:
+        flags = ", ".join(f"--{k.replace('_', '-')}" for k in wrong)
+        raise ValueError(
+            f"{flags} does not apply to {'text_sort' if sort else 'text_add'}: --n-numbers and --max-value go "
+            "with text_sort, --digits with text_add"
+        )
+    names = ("few_shot", "n_heldout", "format_weight", "seed", "system", "n_unseen_answers")
+    prompt = {k: getattr(task, k) for k in names}
+    if sort:
+        sizes = {k: given.get(k, getattr(task, k, default)) for k, default in (("n_numbers", 3), ("max_value", 9))}
+        new = TextSortTask(**sizes, **prompt)
+        return new, f"text_sort, {new.n_numbers} numbers 0-{new.max_value} (the run's prompt settings)"
+    new = TextAdditionTask(digits=given.get("digits", getattr(task, "digits", 2)), **prompt)
+    return new, f"text_add, {new.digits}-digit numbers (the run's prompt settings)"
 
 
 def _show(item) -> str:
@@ -780,6 +854,18 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("run", help="a run folder (minirl train --out)")
     p_eval.add_argument("--eval-prompts", type=int, default=None, help="how many (default: the run's)")
     p_eval.add_argument("--samples", type=int, default=3, help="answers to show")
+    p_eval.add_argument(
+        "--samples-per-prompt", type=int, default=8, help="samples per prompt at T = 1 for pass@k (default: 8)"
+    )
+    p_eval.add_argument(
+        "--k", default=None, help="comma-separated ks of pass@k, each <= --samples-per-prompt (default: 1,N)"
+    )
+    p_eval.add_argument(
+        "--task", choices=["text_sort", "text_add"], default=None, help="a text run: evaluate on this task instead"
+    )
+    p_eval.add_argument("--n-numbers", type=int, default=None, help="a text run: sort this many numbers")
+    p_eval.add_argument("--max-value", type=int, default=None, help="a text run: numbers from 0 to this")
+    p_eval.add_argument("--digits", type=int, default=None, help="a text run: add numbers of this many digits")
     p_eval.add_argument("--device", default=None)
     p_eval.set_defaults(func=cmd_eval)
 

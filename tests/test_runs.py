@@ -1,5 +1,6 @@
 """Run folders (minirl.runs): what a kept run holds, resuming bit for bit, Ctrl-C, bad input, using the model."""
 
+import dataclasses
 import json
 import os
 import signal
@@ -11,11 +12,13 @@ from pathlib import Path
 import pytest
 import torch
 
-from minirl.cli import main
+from minirl.cli import EVAL_SAMPLING_SEED, main
 from minirl.lm import load_policy, make_tiny_lm
 from minirl.lm.recipes import recipe_for
+from minirl.pass_at_k import sampled_pass_at_k
 from minirl.runs import TIMING_METRICS, RunError, RunFolder, load_run_policy
-from minirl.train import TrainConfig, train
+from minirl.train import TrainConfig, _eval_prompts, train
+from toy_envs.text_tasks import ANSWER_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -163,7 +166,7 @@ def test_cli_train_out_eval_generate_on_the_toy_task(tmp_path, capsys):
     assert main(["eval", str(out), "--samples", "2"]) == 0
     printed = capsys.readouterr().out.splitlines()
     assert printed[0].startswith(f"{out}: greedy_exact ") and "on 50 evaluation prompts" in printed[0]
-    assert len(printed) == 3 and "->" in printed[1]
+    assert len(printed) == 4 and printed[1].startswith("  pass@1 ") and "->" in printed[2]
     assert main(["generate", str(out), "3 1 2"]) == 0
     assert len(capsys.readouterr().out.split()) == 3
     assert main(["generate", str(out), "3 1"]) == 2
@@ -185,6 +188,73 @@ def test_cli_generate_on_a_tiny_lm_run(tmp_path, capsys):
     messages = [*prompt.messages[:-1], {"role": "user", "content": "Sort in increasing order: 7, 2, 9"}]
     assert policy.max_new_tokens == 4
     assert answer == policy.greedy([messages]).answers[0][0] + "\n"
+
+
+def _pass_at_k_line(run: Path, task, n_prompts: int, ks: list[int], n_samples: int) -> str:
+    """The pass@k line minirl eval prints, computed here: the same prompts, the same generator seed."""
+    prompts = _eval_prompts(task, n_prompts, torch.Generator().manual_seed(10_000))  # seed 0 runs
+    policy = load_run_policy(run)
+    scores = sampled_pass_at_k(policy, task, prompts, n_samples, ks, torch.Generator().manual_seed(EVAL_SAMPLING_SEED))
+    return "  " + ", ".join(f"{k} {v:.1%}" for k, v in scores.items()) + f" ({n_samples} samples per prompt, T = 1)"
+
+
+def test_cli_eval_pass_at_k_on_a_toy_run(tmp_path, capsys):
+    out = tmp_path / "run"
+    flags = ["--steps", "10", "--prompts-per-step", "8", "--group-size", "4", "--eval-prompts", "40", "--no-progress"]
+    assert main(["train", *flags, "--task", "sorting", "--length", "3", "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(out), "--samples", "1", "--samples-per-prompt", "6", "--k", "1,2,6"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[1] == _pass_at_k_line(out, RunFolder(out).task(), 40, [1, 2, 6], 6)
+    assert len(printed) == 3  # no answer kinds for a toy task
+    assert main(["eval", str(out), "--samples-per-prompt", "4"]) == 0
+    default_ks = capsys.readouterr().out.splitlines()[1]
+    assert default_ks.startswith("  pass@1 ") and ", pass@4 " in default_ks  # --k defaults to 1,N
+    for bad, message in [
+        (["--k", "1,9"], "--k must be integers in 1..--samples-per-prompt = 8; got '1,9'"),
+        (["--k", "a"], "--k must be comma-separated integers"),
+        (["--samples-per-prompt", "0"], "--samples-per-prompt must be >= 1; got 0"),
+        (["--n-numbers", "4"], "apply to a text run (text_sort, text_add)"),
+    ]:
+        assert main(["eval", str(out), *bad]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.splitlines()) == 1
+
+
+def test_cli_eval_on_a_tiny_lm_run_and_another_task(tmp_path, capsys):
+    out = tmp_path / "lm"
+    flags = ["--task", "text_sort", "--model", "tiny", "--steps", "2", "--sft-steps", "0", "--eval-prompts", "3"]
+    flags += ["--prompts-per-step", "2", "--group-size", "2", "--max-new-tokens", "4", "--no-progress"]
+    assert main(["train", *flags, "--out", str(out)]) == 0
+    capsys.readouterr()
+    assert main(["eval", str(out), "--samples", "1", "--samples-per-prompt", "2"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    run_task = RunFolder(out).task()
+    assert printed[1] == _pass_at_k_line(out, run_task, 3, [1, 2], 2)
+    kinds = dict(k.rsplit(" ", 1) for k in printed[2].removeprefix("  greedy answer kinds: ").split("; "))
+    assert list(kinds) == list(ANSWER_KINDS)
+    assert abs(sum(float(v.rstrip("%")) for v in kinds.values()) - 100) <= 0.25  # five values rounded to 0.1
+    shown = _eval_prompts(run_task, 3, torch.Generator().manual_seed(10_000))[0]
+    assert printed[3].startswith(f"  {shown.question!r} -> ")
+
+    assert main(["eval", str(out), "--samples", "1", "--samples-per-prompt", "2", "--n-numbers", "4"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    four = dataclasses.replace(run_task, n_numbers=4)  # the run's prompt settings and held-out sets, 4 numbers
+    assert printed[0] == "task: text_sort, 4 numbers 0-9 (the run's prompt settings)"
+    assert printed[2] == _pass_at_k_line(out, four, 3, [1, 2], 2)
+    shown = _eval_prompts(four, 3, torch.Generator().manual_seed(10_000))[0]
+    assert len(shown.numbers) == 4 and printed[4].startswith(f"  {shown.question!r} -> ")
+
+    assert main(["eval", str(out), "--samples", "1", "--samples-per-prompt", "1", "--task", "text_add"]) == 0
+    assert "What is " in capsys.readouterr().out
+    for bad, message in [
+        (["--digits", "2", "--n-numbers", "3"], "--n-numbers does not apply to text_add"),
+        (["--task", "text_sort", "--digits", "2"], "--digits does not apply to text_sort"),
+        (["--max-value", "0"], "--max-value must be >= 1; got 0"),
+    ]:
+        assert main(["eval", str(out), *bad]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.splitlines()) == 1
 
 
 @pytest.mark.slow

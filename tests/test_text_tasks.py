@@ -9,6 +9,7 @@ import torch
 
 from toy_envs.text_tasks import (
     ADD_FORMAT,
+    ANSWER_KINDS,
     SORT_FORMAT,
     TEXT_TASKS,
     TextAdditionTask,
@@ -406,3 +407,38 @@ def test_bad_n_unseen_answers_names_the_argument():
         TextSortTask(n_numbers=1, max_value=9, n_unseen_answers=5, n_heldout=5)
     with pytest.raises(ValueError, match=r"n must be an int in \[0, n_unseen_problems"):
         TextSortTask(n_unseen_answers=2).unseen_answer_prompts(10_000)
+
+
+def test_answer_kind_names_each_kind_of_sorting_answer():
+    task = TextSortTask(3, 9)
+    prompt = task.prompt((7, 2, 9))
+    cases = {
+        "2, 7, 9": "correct",
+        " 2,7 ,9\n": "correct",
+        "7, 2, 9": "right form, wrong order",  # copied the prompt
+        "9, 7, 2": "right form, wrong order",
+        "2, 7, 8": "right form, wrong numbers",
+        "2, 7": "other",  # too few numbers: not the asked form
+        "The answer is 2, 7, 9": "extra words",
+        "2, 7, 9.": "other",
+        "": "other",
+    }
+    assert {a: task.answer_kind(prompt, a) for a in cases} == cases
+    assert set(cases.values()) == set(ANSWER_KINDS)
+
+
+def test_answer_kinds_counts_every_completion():
+    task = TextAdditionTask(digits=2)
+    prompts = [task.prompt((23, 58)), task.prompt((10, 10))]
+    answers = [["81", "82", "eighty-one"], ["20", "", "20"]]
+    kinds = task.answer_kinds(prompts, answers)
+    assert list(kinds) == list(ANSWER_KINDS)
+    assert kinds == {
+        "correct": 3 / 6,
+        "right form, wrong order": 0.0,
+        "right form, wrong numbers": 1 / 6,
+        "extra words": 1 / 6,
+        "other": 1 / 6,
+    }
+    with pytest.raises(ValueError, match="one list of completions per prompt"):
+        task.answer_kinds(prompts, answers[:1])

@@ -44,6 +44,7 @@ import torch
 
 __all__ = [
     "ADD_FORMAT",
+    "ANSWER_KINDS",
     "SORT_FORMAT",
     "TEXT_TASKS",
     "TextAdditionTask",
@@ -56,6 +57,11 @@ SORT_FORMAT = "Reply with only the numbers, comma-separated."
 
 ADD_FORMAT = "Reply with only the number."
 """The answer-format instruction that ends every addition question."""
+
+ANSWER_KINDS = ("correct", "right form, wrong order", "right form, wrong numbers", "extra words", "other")
+"""What ``answer_kind`` calls an answer (the kinds of notebook 08): in the asked form and right; in the asked
+form, the prompt's numbers in another order than sorted (copying the prompt is one); in the asked form, other
+numbers; not in the asked form and with letters in it (prose); anything else (empty, garbage)."""
 
 MAX_ANSWER_DIGITS = 100
 """A number of more digits than this is never a valid answer (``parse_answer`` returns None)."""
@@ -407,6 +413,27 @@ class _TextTask:
         """
         ok, correct = self._scores(prompts, answers)
         return float(self.format_weight) * ok.float() + correct.float()
+
+    def answer_kind(self, prompt: TextPrompt, answer: str) -> str:
+        """Which of ``ANSWER_KINDS`` ``answer`` is: ``"correct"``; in the asked form (``answer_size``
+        numbers) but wrong, ``"right form, wrong order"`` when it holds the prompt's numbers (as a multiset)
+        and ``"right form, wrong numbers"`` otherwise; not in the asked form, ``"extra words"`` when it has
+        a letter and ``"other"`` otherwise."""
+        numbers = self.parse_answer(answer)
+        if numbers is not None and len(numbers) == self.answer_size:
+            if numbers == self.solution(prompt.numbers):
+                return "correct"
+            same = sorted(numbers) == sorted(prompt.numbers)
+            return "right form, wrong order" if same else "right form, wrong numbers"
+        return "extra words" if any(ch.isalpha() for ch in str(answer)) else "other"
+
+    def answer_kinds(self, prompts: Sequence[TextPrompt], answers: Sequence[Sequence[str]]) -> dict[str, float]:
+        """``{kind: fraction of all answers}`` for every kind of ``ANSWER_KINDS`` (in that order; 0.0 for a
+        kind no answer is): every completion of every prompt counts once."""
+        _check_prompts(prompts)
+        _check_answers(answers, len(prompts))
+        kinds = [self.answer_kind(p, a) for p, group in zip(prompts, answers) for a in group]
+        return {k: kinds.count(k) / max(len(kinds), 1) for k in ANSWER_KINDS}
 
     def format(self, prompt: TextPrompt, answer: str | None = None) -> str:
         """One line, e.g. ``"Sort in increasing order: 5, 2, 8 -> '2, 5, 8'  (reward 1.2, correct ✓)"``."""
