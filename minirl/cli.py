@@ -37,7 +37,7 @@ from toy_envs.variable_sorting import VARIABLE_REWARDS, VariableLengthSortingTas
 if TYPE_CHECKING:
     from minirl.lm.recipes import LMRecipe
 
-__all__ = ["build_parser", "main", "text_recipe"]
+__all__ = ["build_parser", "main", "text_recipe", "train_command"]
 
 TASKS = ("sorting", "variable_sorting", "maze", "text_sort", "text_add")
 TEXT_TASK_NAMES = ("text_sort", "text_add")
@@ -371,17 +371,75 @@ def _run(args: argparse.Namespace, algos: list[str], seeds: list[int]) -> dict[s
         progress=not args.no_progress,
         on_done=lambda algo, h: print(run_summary(args.task, labels[algo], h), flush=True),
         folders=_run_folders(args, configs),
+        save_every=getattr(args, "save_every", 0),
     )
     return {labels[algo]: histories for algo, histories in runs.items()}
 
 
 def _run_folders(args: argparse.Namespace, configs: dict[str, list]) -> dict[tuple[str, int], str] | None:
-    """``compare`` / ``ladder --out DIR``: a run folder per run under DIR (``minirl.compare.run_folders``)."""
+    """``compare`` / ``ladder --out DIR``: a run folder per run under DIR (``minirl.compare.run_folders``), its
+    config.json holding the run's own ``minirl train`` command, so ``minirl train --resume`` continues it."""
     if getattr(args, "out", None) is None:
         return None
     from minirl.compare import run_folders
 
-    return run_folders(configs, args.out, overwrite=args.overwrite)
+    extras = {
+        (algo, i): {"command": train_command(config, algo, args)}
+        for algo, group in configs.items()
+        for i, config in enumerate(group)
+        if isinstance(config, TrainConfig)  # the maze has no run folder: run_folders says so
+    }
+    return run_folders(configs, args.out, overwrite=args.overwrite, extras=extras)
+
+
+def _task_flags(task: object) -> list[str]:
+    """The ``--task`` flags that make ``task`` (``_make_task``'s inverse)."""
+    if isinstance(task, VariableLengthSortingTask):
+        shape = ["variable_sorting", "--length", task.max_length, "--min-length", task.min_length]
+    elif isinstance(task, SortingTask):
+        shape = ["sorting", "--length", task.length]
+    else:
+        raise ValueError(f"task: a run's train command makes sorting tasks only; got {type(task).__name__}")
+    if not isinstance(task.reward, str):
+        raise ValueError(f"task: a run's train command names its reward; got the callable {task.reward!r}")
+    return [str(a) for a in ["--task", *shape, "--vocab-size", task.vocab_size, "--reward", task.reward]]
+
+
+def _flag_value(name: str, value) -> list[str]:
+    """``--name value`` of a TrainConfig field (``--name`` / ``--no-name`` for a bool, ``none`` for None)."""
+    flag = "--" + name.replace("_", "-")
+    if isinstance(value, bool):
+        return [flag if value else "--no-" + flag[2:]]
+    return [flag, "none" if value is None else str(value)]
+
+
+def train_command(config: TrainConfig, algo: str, args: argparse.Namespace) -> list[str]:
+    """The ``minirl train`` arguments of one ``compare`` / ``ladder`` run (``config``, preset ``algo`` with
+    ``args.set``'s changes): its task, algorithm, seed and every TrainConfig knob off its default, so the
+    config that ``train --resume`` rebuilds from them equals ``config``; with ``args``'s ``--save-every`` and
+    ``--no-progress``."""
+    defaults = TrainConfig()
+    knobs = [
+        flag
+        for f in dataclasses.fields(TrainConfig)
+        if f.name not in TRAIN_FLAGS_EXCLUDED and getattr(config, f.name) != getattr(defaults, f.name)
+        for flag in _flag_value(f.name, getattr(config, f.name))
+    ]
+    sets = [flag for pair in getattr(args, "set", []) for flag in ("--set", pair)]
+    keep = ["--save-every", str(args.save_every)] if args.save_every else []
+    quiet = ["--no-progress"] if args.no_progress else []
+    return [
+        "train",
+        *_task_flags(config.task),
+        "--algo",
+        algo,
+        *sets,
+        "--seed",
+        str(config.seed),
+        *knobs,
+        *keep,
+        *quiet,
+    ]
 
 
 def _kept(args: argparse.Namespace, runs: dict[str, list[History]]) -> None:
@@ -673,6 +731,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
         progress=not args.no_progress,
         on_done=lambda rung, h: print(run_summary("sorting", rung, h), flush=True),
         folders=_run_folders(args, configs),
+        save_every=args.save_every,
     )
     _kept(args, runs)
     elapsed = time.perf_counter() - start
@@ -768,6 +827,14 @@ def build_parser() -> argparse.ArgumentParser:
             "minirl plot FOLDER draws the curves again",
         )
         p.add_argument("--overwrite", action="store_true", help="with --out: replace run folders that exist")
+        p.add_argument(
+            "--save-every",
+            type=int,
+            default=0,
+            metavar="N",
+            help="with --out: checkpoint every run every N steps (0: on Ctrl-C only); "
+            "minirl train --resume FOLDER/ALGO_seedN continues one",
+        )
 
     def add_common(p: argparse.ArgumentParser) -> None:
         p.add_argument("--task", choices=TASKS, default="sorting")

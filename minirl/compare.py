@@ -6,7 +6,9 @@
 
 ``run_all`` is what ``minirl compare``, ``minirl ladder`` and ``minirl bench`` share. Each run is seeded by its
 own config, so a run gives the same History whichever process runs it and in whatever order. With ``out`` each
-run is also kept in a run folder of its own (``minirl.runs``), ``out/<label>_seed<N>/``.
+run is also kept in a run folder of its own (``minirl.runs``), ``out/<label>_seed<N>/``; with the equivalent
+``minirl train`` command in its config.json (``minirl compare`` and ``ladder`` store one), ``minirl train
+--resume out/<label>_seed<N>`` continues an interrupted run.
 
 **The ladder demo** (``ladder_configs``; the README's first command, ``minirl ladder``). Six rungs, each one
 knob away from the rung below it (``AlgoConfig.changed_knobs``): naive → baselined → normalized → unclipped
@@ -50,9 +52,10 @@ LADDER_SETTINGS = dict(
 GAIN = 0.02  # a rung "helps" when it lifts the mean final accuracy over seeds by more than this
 
 
-def run_one_config(config, folder: str | None = None) -> History:
+def run_one_config(config, folder: str | None = None, save_every: int = 0) -> History:
     """Train one run: a ``TrainConfig`` (``train``) or a ``MazeTrainConfig`` (``train_maze``); its History.
-    ``folder``: a run folder ``run_folders`` made, which the run fills (metrics, evaluations, model, curves)."""
+    ``folder``: a run folder ``run_folders`` made, which the run fills (metrics, evaluations, model, curves),
+    checkpointing every ``save_every`` steps (0: only on Ctrl-C)."""
     from minirl.maze_rl import MazeTrainConfig, train_maze
     from minirl.train import train
 
@@ -61,22 +64,28 @@ def run_one_config(config, folder: str | None = None) -> History:
     if folder is not None:
         from minirl.runs import RunFolder
 
-        return train(config, run=RunFolder(folder))[1]
+        return train(config, run=RunFolder(folder, save_every))[1]
     return train(config)[1]
 
 
-def _one_thread_run(config, folder: str | None = None) -> History:
+def _one_thread_run(config, folder: str | None = None, save_every: int = 0) -> History:
     import torch
 
     torch.set_num_threads(1)  # one process per core: torch's own threads would fight over the same cores
-    return run_one_config(config, folder)
+    return run_one_config(config, folder, save_every)
 
 
 def run_folders(
-    configs: Mapping[str, Sequence], out: str | os.PathLike, *, overwrite: bool = False
+    configs: Mapping[str, Sequence],
+    out: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+    extras: Mapping[tuple[str, int], dict] | None = None,
 ) -> dict[tuple[str, int], str]:
     """A run folder per config under ``out`` (``out/<label>_seed<N>/``, made now with its config.json and
-    env.json, so a folder that exists is refused before anything trains); ``{(label, i): path}``."""
+    env.json, so a folder that exists is refused before anything trains); ``{(label, i): path}``. ``extras``:
+    what each run's config.json adds (``{(label, i): {"command": [...]}}``: the ``minirl train`` arguments
+    that ``--resume`` rebuilds the run from)."""
     from minirl.maze_rl import MazeTrainConfig
     from minirl.runs import RunError, RunFolder
 
@@ -93,7 +102,7 @@ def run_folders(
     if taken and not overwrite:
         raise RunError(f"out: run folder {taken[0]} exists: replace it with --overwrite, or choose another --out")
     for (label, i), path in folders.items():
-        RunFolder.create(path, configs[label][i], overwrite=overwrite)
+        RunFolder.create(path, configs[label][i], overwrite=overwrite, extra=(extras or {}).get((label, i)))
     return folders
 
 
@@ -103,13 +112,15 @@ def run_all(
     on_done: Callable[[str, History], None] | None = None,
     progress: bool = True,
     folders: Mapping[tuple[str, int], str] | None = None,
+    save_every: int = 0,
 ) -> dict[str, list[History]]:
     """Train every config; returns ``{label: [History, ...]}`` in the order given (one per config).
 
     ``workers``: processes training side by side (1 = here, one after the other; 0 = one per CPU core). Each
     run's seed is in its config, so the results do not depend on ``workers``. ``on_done(label, history)`` is
     called as each run finishes (in finishing order). A progress bar counts finished runs. ``folders``: the run
-    folders of ``run_folders(configs, out)``, one per config, which the runs fill as they train.
+    folders of ``run_folders(configs, out)``, one per config, which the runs fill as they train, checkpointing
+    every ``save_every`` steps (0: only on Ctrl-C).
     """
     folders = folders or {}
     if workers < 0:
@@ -129,11 +140,12 @@ def run_all(
 
     if workers == 1:
         for label, i, config in jobs:
-            finish(label, i, run_one_config(config, folders.get((label, i))))
+            finish(label, i, run_one_config(config, folders.get((label, i)), save_every))
     else:  # "spawn": a fresh interpreter per worker, safe whatever threads torch has started here
         with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
             futures = {
-                pool.submit(_one_thread_run, config, folders.get((label, i))): (label, i) for label, i, config in jobs
+                pool.submit(_one_thread_run, config, folders.get((label, i)), save_every): (label, i)
+                for label, i, config in jobs
             }
             for future in as_completed(futures):
                 finish(*futures[future], future.result())

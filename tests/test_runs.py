@@ -397,3 +397,102 @@ def test_tensorboard_without_the_package_or_a_folder_is_one_clear_error(tmp_path
         RunFolder.create(tmp_path / "run", toy_config(), tensorboard=True)
     assert main(["train", "--steps", "1", "--no-progress", "--tensorboard"]) == 2
     assert "--tensorboard logs into a run folder: give --out FOLDER" in capsys.readouterr().err
+
+
+def _config_without_progress(config) -> dict:
+    from minirl.runs import describe_config
+
+    return {k: v for k, v in describe_config(config).items() if k != "progress"}
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compare", "--set", "clip_eps_high=0.28", "--set", "inner_epochs=2", "--steps", "7"],
+        ["compare", "--task", "variable_sorting", "--length", "4", "--reward", "exact_match", "--no-eval-sampled"],
+        ["compare", "--lr-schedule", "constant", "--max-grad-norm", "none", "--temperature", "0.5", "--seeds", "2"],
+    ],
+)
+def test_a_compare_run_stores_the_train_command_that_rebuilds_its_config(argv):
+    from minirl.cli import _config, build_parser, train_command
+
+    args = build_parser().parse_args([*argv, "--algos", "grpo", "--out", "x", "--save-every", "3"])
+    algo = args.algos
+    for seed in range(args.seeds):
+        config = _config(args, algo, seed, False)
+        command = train_command(config, algo, args)
+        assert command[0] == "train" and command[-2:] == ["--save-every", "3"]
+        again = build_parser().parse_args(command)
+        assert _config_without_progress(_config(again, again.algo, again.seed, True)) == _config_without_progress(
+            config
+        )
+
+
+def test_a_ladder_rung_stores_the_train_command_of_its_preset_and_settings():
+    from minirl.algorithms import ALGORITHMS
+    from minirl.cli import _config, build_parser, train_command
+    from minirl.compare import LADDER_RUNGS, ladder_configs
+
+    args = build_parser().parse_args(["ladder", "--out", "x"])
+    for rung, (config,) in ladder_configs(1, steps=40).items():
+        command = train_command(config, rung, args)
+        again = build_parser().parse_args(command)
+        rebuilt = _config(again, again.algo, again.seed, False)
+        assert _config_without_progress(rebuilt) == _config_without_progress(config)
+        assert rebuilt.algo == ALGORITHMS[rung] and rebuilt.steps == 40 and rebuilt.prompts_per_step == 16
+    assert list(ladder_configs(1)) == list(LADDER_RUNGS)
+
+
+def _kept_rows(folder: Path, name: str) -> list[dict]:
+    return untimed([json.loads(x) for x in (folder / name).read_text().splitlines()])
+
+
+def test_an_interrupted_compare_run_resumes_with_minirl_train(tmp_path, monkeypatch, capsys):
+    import minirl.runs
+
+    class StopAt3(StopAt):
+        stop = 3
+
+    argv = ["compare", "--algos", "grpo", "--seeds", "1", "--steps", "7", "--prompts-per-step", "8"]
+    argv += ["--group-size", "4", "--eval-every", "2", "--eval-prompts", "20", "--set", "clip_eps_high=0.28"]
+    argv += ["--no-progress", "--save-every", "2"]
+    assert main([*argv, "--out", str(tmp_path / "full")]) == 0
+    monkeypatch.setattr(minirl.runs, "RunFolder", StopAt3)
+    with pytest.raises(KeyboardInterrupt):
+        main([*argv, "--out", str(tmp_path / "cut")])
+    monkeypatch.undo()
+    cut, full = tmp_path / "cut" / "grpo_seed0", tmp_path / "full" / "grpo_seed0"
+    assert len((cut / "metrics.jsonl").read_text().splitlines()) == 3 and not (cut / "model.pt").exists()
+    stored = json.loads((cut / "config.json").read_text())
+    assert stored["command"][:2] == ["train", "--task"] and stored["algo"]["clip_eps_high"] == 0.28
+    capsys.readouterr()
+    assert main(["train", "--resume", str(cut)]) == 0
+    assert f"resuming the run in {cut}" in capsys.readouterr().out
+    assert len(_kept_rows(cut, "metrics.jsonl")) == 7
+    assert _kept_rows(cut, "metrics.jsonl") == _kept_rows(full, "metrics.jsonl")
+    assert _kept_rows(cut, "evals.jsonl") == _kept_rows(full, "evals.jsonl")
+    assert (cut / "model.pt").is_file()
+
+
+def test_an_interrupted_ladder_rung_resumes_with_minirl_train(tmp_path, monkeypatch):
+    import minirl.runs
+    from minirl.compare import ladder_configs
+
+    class StopClippedAt3(StopAt):
+        def after_step(self, step, state):
+            self.stop = 3 if self.path.name == "clipped_seed0" else 0
+            super().after_step(step, state)
+
+    argv = ["ladder", "--seeds", "1", "--steps", "6", "--workers", "1", "--no-progress", "--save-every", "4"]
+    monkeypatch.setattr(minirl.runs, "RunFolder", StopClippedAt3)
+    with pytest.raises(KeyboardInterrupt):
+        main([*argv, "--out", str(tmp_path / "lad")])
+    monkeypatch.undo()
+    rung = tmp_path / "lad" / "clipped_seed0"
+    assert len((rung / "metrics.jsonl").read_text().splitlines()) == 3
+    assert main(["train", "--resume", str(rung)]) == 0
+    (config,) = ladder_configs(1, rungs=("clipped",), steps=6)["clipped"]
+    _, full = train(config)
+    assert _kept_rows(rung, "metrics.jsonl") == untimed(full.records) and len(full.records) == 6
+    assert _kept_rows(rung, "evals.jsonl") == untimed(full.evals)
+    assert json.loads((rung / "config.json").read_text())["algo"]["inner_epochs"] == 4
