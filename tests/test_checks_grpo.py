@@ -221,7 +221,9 @@ def test_sequence_ratio_failure_quotes_the_worked_example(capsys):
 # ---- policy_loss -----------------------------------------------------------------------------------
 
 
-def loss_with(**knobs):
+def policy_loss_with(**knobs):
+    """minirl.policy_loss's metrics, the loss from grpo_checks._loss_variant with knobs turned."""
+
     def policy_loss(
         log_probs,
         old_log_probs,
@@ -235,7 +237,7 @@ def loss_with(**knobs):
     ):
         hi = clip_eps_low if clip_eps_high is None else clip_eps_high
         case = grpo_checks._LossCase(log_probs, old_log_probs, advantages, mask, clip_eps_low, hi, ratio_level)
-        loss = grpo_checks._loss_variant(case, **knobs)
+        loss = grpo_checks._loss_variant(case, **{"aggregation": aggregation, **knobs})
         return loss, minirl.policy_loss(
             log_probs,
             old_log_probs,
@@ -353,14 +355,14 @@ def loss_sequence_without_keepdim(log_probs, old_log_probs, advantages, mask=Non
 @pytest.mark.parametrize(
     "wrong, keywords",
     [
-        (loss_with(clip="symmetric"), ["symmetric", "clip_eps_high"]),
-        (loss_with(clip="high_both"), ["lower bound", "clip_eps_low"]),
-        (loss_with(seq_ratio="product"), ["product", "normalises by length"]),
-        (loss_with(seq_ratio="mean_ratio"), ["averaged the token ratios", "MEAN LOG-ratio"]),
-        (loss_with(mask_in_ratio=False), ["REAL tokens only"]),
-        (loss_with(combine="max"), ["use min, not max"]),
-        (loss_with(sign=1.0), ["wrong sign"]),
-        (loss_with(mask_in_agg=False), ["padding counted"]),
+        (policy_loss_with(clip="symmetric"), ["symmetric", "clip_eps_high"]),
+        (policy_loss_with(clip="high_both"), ["lower bound", "clip_eps_low"]),
+        (policy_loss_with(seq_ratio="product"), ["product", "normalises by length"]),
+        (policy_loss_with(seq_ratio="mean_ratio"), ["averaged the token ratios", "MEAN LOG-ratio"]),
+        (policy_loss_with(mask_in_ratio=False), ["REAL tokens only"]),
+        (policy_loss_with(combine="max"), ["use min, not max"]),
+        (policy_loss_with(sign=1.0), ["wrong sign"]),
+        (policy_loss_with(mask_in_agg=False), ["padding counted"]),
         (reference_with(ratio_level="token"), ["ratio_level='sequence' was ignored"]),
         (reference_with(aggregation="sequence_mean"), ["aggregation was ignored"]),
         (reference_with(loss=lambda value, lp: value.detach()), ["no gradient"]),
@@ -474,36 +476,6 @@ def agg_sequence_mean_of_nonempty(per_token, mask, aggregation="sequence_mean", 
     lengths = mask.sum(-1)
     per_response = (per_token * mask).sum(-1) / lengths.clamp(min=1)
     return per_response[lengths > 0].mean()
-
-
-def policy_loss_with(**knobs):
-    """minirl.policy_loss's metrics, the loss from grpo_checks._loss_variant with knobs turned."""
-
-    def policy_loss(
-        log_probs,
-        old_log_probs,
-        advantages,
-        mask=None,
-        *,
-        clip_eps_low=0.2,
-        clip_eps_high=None,
-        ratio_level="token",
-        aggregation="sequence_mean",
-    ):
-        hi = clip_eps_low if clip_eps_high is None else clip_eps_high
-        case = grpo_checks._LossCase(log_probs, old_log_probs, advantages, mask, clip_eps_low, hi, ratio_level)
-        loss = grpo_checks._loss_variant(case, **{"aggregation": aggregation, **knobs})
-        return loss, minirl.policy_loss(
-            log_probs,
-            old_log_probs,
-            advantages,
-            mask,
-            clip_eps_low=clip_eps_low,
-            clip_eps_high=clip_eps_high,
-            ratio_level=ratio_level,
-        )[1]
-
-    return policy_loss
 
 
 @pytest.mark.parametrize(
