@@ -50,10 +50,8 @@ class Golden:
         return DATA / self.name
 
 
-# The fixed-length file as recorded also holds dapo_var and drgrpo_var from before the entropy over real tokens
-# (unused: the variable-length file replaces them), and kl = 0 for its β = 0 runs (naive, clipped), which measure
-# their KL to the initial policy since commit 5a7afbd (the test checks that kl > 0 there instead). Regenerating it
-# writes the five fixed-length cases with the current kl.
+# Both files were last regenerated in commit 2ffed87 (its message says what moved): since then the fixed-length
+# file holds the KL that its β = 0 runs (naive, clipped) measure to the initial policy.
 GOLDENS = (
     Golden(
         "golden_toy_histories_fixed_length.json",
