@@ -42,10 +42,13 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from minirl.utils import atomic_write
+
 __all__ = [
     "RESULTS_DIR",
     "Record",
     "full_mode",
+    "git_commit",
     "history_figures",
     "load",
     "machine",
@@ -86,7 +89,7 @@ def _git(*args: str) -> str | None:
     return out.stdout if out.returncode == 0 else None
 
 
-def _commit() -> tuple[str | None, list[str]]:
+def git_commit() -> tuple[str | None, list[str]]:
     """(HEAD's hash, the tracked files with uncommitted changes) of the checkout this package runs from.
 
     The records in ``results/`` do not count: a measurement never reads them, and a series of measurements in
@@ -220,7 +223,7 @@ class Record:
         self._date = _now()
         self._load = _LoadMeter()
         # the code as it was when the measurement began (a fast-mode run then writes its notebooks' outputs)
-        self._commit, self._dirty = _commit()
+        self._commit, self._dirty = git_commit()
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -243,13 +246,13 @@ class Record:
         """Write the record (atomically: a temporary file, then a rename) and return its path."""
         target = Path(path) if path is not None else results_path(self.target)
         target.parent.mkdir(parents=True, exist_ok=True)
-        data = self.as_dict()
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w") as f:
-            json.dump(data, f, indent=1, sort_keys=False)
-            f.write("\n")
-        os.chmod(tmp, 0o644)  # mkstemp makes it private; a record is for everyone to read
-        os.replace(tmp, target)
+        text = json.dumps(self.as_dict(), indent=1, sort_keys=False) + "\n"
+
+        def write(tmp: Path) -> None:
+            tmp.write_text(text)
+            os.chmod(tmp, 0o644)  # whatever the umask: a record is for everyone to read
+
+        atomic_write(target, write)
         print(f"results: saved {_display(target)}", flush=True)
         return target
 

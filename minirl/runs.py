@@ -3,7 +3,7 @@
     runs/NAME/
     ├── config.json      the resolved configuration: every TrainConfig knob, the algorithm's fields, the task's
     │                    class and arguments (and what the caller adds: the command line, the LM recipe)
-    ├── env.json         python, torch and transformers versions, device, threads, git commit
+    ├── env.json         the machine as a results record keeps it (versions, CPU, GPU, threads), git commit
     ├── metrics.jsonl    one JSON object per step, appended and flushed as training goes
     ├── evals.jsonl      one JSON object per evaluation
     ├── checkpoint/      with save_every (and on Ctrl-C): policy.pt, reference.pt, training.pt (optimizer, LR
@@ -29,13 +29,11 @@ import dataclasses
 import importlib
 import json
 import os
-import platform
 import shutil
 import signal
-import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -43,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from minirl.history import History
+from minirl.utils import atomic_write
 
 if TYPE_CHECKING:
     from minirl.protocols import Policy
@@ -73,27 +72,6 @@ class RunError(ValueError):
 
 
 # ---- writing files atomically -----------------------------------------------------------------------------------
-
-
-def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:
-    """``write(tmp)`` to a temporary name beside ``path``, then rename it to ``path`` (a file or a folder)."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.tmp")
-    _remove(tmp)
-    write(tmp)
-    old = path.with_name(f".{path.name}.old")
-    if path.is_dir():  # a folder cannot be replaced by a rename: move the old one aside first
-        _remove(old)
-        path.rename(old)
-    tmp.replace(path)
-    _remove(old)
-
-
-def _remove(path: Path) -> None:
-    if path.is_dir():
-        shutil.rmtree(path)
-    elif path.exists():
-        path.unlink()
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:
@@ -157,27 +135,13 @@ def describe_config(config: TrainConfig) -> dict[str, Any]:
 
 
 def environment() -> dict[str, Any]:
-    """The machine and the software: versions, device, threads, and the git commit when in a checkout."""
-    env: dict[str, Any] = {
-        "python": platform.python_version(),
-        "torch": torch.__version__,
-        "platform": platform.platform(),
-        "cuda": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        "threads": torch.get_num_threads(),
-        "argv": sys.argv,
-    }
-    with contextlib.suppress(ImportError):
-        import transformers
+    """The machine and the software, as a results record keeps them (``minirl.results.machine``: CPU, cores,
+    torch threads, GPU, python/torch/transformers/TRL versions), the command line, and the git commit with the
+    files changed since it when in a checkout."""
+    from minirl.results import git_commit, machine
 
-        env["transformers"] = transformers.__version__
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        root = Path(__file__).resolve().parent.parent
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=10, check=False
-        )
-        if commit.returncode == 0:
-            env["git_commit"] = commit.stdout.strip()
-    return env
+    commit, dirty = git_commit()
+    return {**machine(), "argv": sys.argv, "git_commit": commit, "dirty": dirty}
 
 
 def _differences(stored: Any, current: Any, prefix: str = "") -> list[str]:

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+import shutil
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import torch
 
-__all__ = ["check_positive_ints", "torch_threads"]
+__all__ = ["atomic_write", "check_positive_ints", "torch_threads"]
 
 
 @contextmanager
@@ -36,3 +40,24 @@ def check_positive_ints(**values: object) -> None:
     for name, value in values.items():
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int; got {value!r}")
+
+
+def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:
+    """``write(tmp)`` to a temporary name beside ``path``, then rename it to ``path`` (a file or a folder)."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.tmp")
+    _remove(tmp)
+    write(tmp)
+    old = path.with_name(f".{path.name}.old")
+    if path.is_dir():  # a folder cannot be replaced by a rename: move the old one aside first
+        _remove(old)
+        path.rename(old)
+    tmp.replace(path)
+    _remove(old)
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir():
+        shutil.rmtree(path)
+    elif path.exists():
+        path.unlink()

@@ -34,7 +34,7 @@ def test_dirty_names_changed_code_but_not_other_records(monkeypatch):
     porcelain = " M results/notebook_01_full_cpu.json\n M minirl/train.py\nM  README.md\n"
     answers = {"rev-parse": "a" * 40 + "\n", "status": porcelain}
     monkeypatch.setattr(minirl.results, "_git", lambda *args: answers[args[0]])
-    assert minirl.results._commit() == ("a" * 40, ["minirl/train.py", "README.md"])
+    assert minirl.results.git_commit() == ("a" * 40, ["minirl/train.py", "README.md"])
 
 
 def test_a_record_keeps_the_code_as_it_was_when_the_measurement_began(tmp_path, monkeypatch):
