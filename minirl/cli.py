@@ -558,7 +558,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     another task's: ``--task``, ``--n-numbers``, ``--max-value``, ``--digits``), pass@k from
     ``--samples-per-prompt`` samples at T = 1, a text task's answer kinds, and a few answers."""
     from minirl.runs import RunFolder, load_run_policy
-    from minirl.train import _eval_prompts, evaluate
+    from minirl.train import evaluate, evaluation_prompts
 
     run = RunFolder(args.run)
     config = run.config()
@@ -571,13 +571,13 @@ def cmd_eval(args: argparse.Namespace) -> int:
         print(f"task: {changed}")
     ev = evaluate(policy, task, n, torch.Generator().manual_seed(seed), sampled=False)
     print(f"{args.run}: " + ", ".join(f"{k} {v:.1%}" for k, v in ev.items()) + f" on {n} evaluation prompts")
-    prompts = _eval_prompts(task, n, torch.Generator().manual_seed(seed))
+    prompts = evaluation_prompts(task, n, torch.Generator().manual_seed(seed))
     _print_pass_at_k(policy, task, prompts, args.samples_per_prompt, ks, run_seed)
+    greedy = policy.greedy(prompts).answers  # one greedy pass for the kinds and the answers shown
     if hasattr(task, "answer_kinds"):
-        kinds = task.answer_kinds(prompts, policy.greedy(prompts).answers)
+        kinds = task.answer_kinds(prompts, greedy)
         print("  greedy answer kinds: " + "; ".join(f"{k} {v:.1%}" for k, v in kinds.items()))
-    shown = prompts[: args.samples]
-    answers = policy.greedy(shown).answers
+    shown, answers = prompts[: args.samples], greedy[: args.samples]
     right = task.is_correct(shown, answers)
     for i in range(len(right)):
         print(f"  {_show(shown[i])!r} -> {_show(answers[i])!r} ({'right' if right[i].all() else 'wrong'})")
@@ -662,11 +662,11 @@ def cmd_generate(args: argparse.Namespace) -> int:
     """A run folder's trained model answers one prompt (greedy): a question through the training chat template
     (its system message and worked examples), or for a toy run the prompt's numbers (``"3 1 2"``)."""
     from minirl.runs import RunFolder, load_run_policy
-    from minirl.train import _eval_prompts
+    from minirl.train import evaluation_prompts
 
     run = RunFolder(args.run)
     task, policy = run.task(), load_run_policy(args.run, device=args.device)
-    example = _eval_prompts(task, 1, torch.Generator().manual_seed(0))
+    example = evaluation_prompts(task, 1, torch.Generator().manual_seed(0))
     if isinstance(example, torch.Tensor):
         try:
             numbers = [int(t) for t in args.prompt.replace(",", " ").split()]

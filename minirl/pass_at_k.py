@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from minirl.protocols import Policy, Task
-from minirl.train import _device_generator
+from minirl.train import device_generator
 
 __all__ = ["pass_at_k", "sampled_pass_at_k"]
 
@@ -100,7 +100,7 @@ def sampled_pass_at_k(
         generator: a CPU ``torch.Generator``.
     """
     ks = _check_ks(ks, n_samples)
-    rollout = policy.sample(prompts, n_samples, temperature=1.0, generator=_device_generator(generator, policy.device))
+    rollout = policy.sample(prompts, n_samples, temperature=1.0, generator=device_generator(generator, policy.device))
     correct = task.is_correct(prompts, rollout.answers).to("cpu").reshape(len(prompts), n_samples)
     c = correct.sum(dim=1)
     return {f"pass@{k}": float(pass_at_k(n_samples, c, k).mean()) for k in ks}

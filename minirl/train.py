@@ -57,7 +57,17 @@ from minirl.toy.policy import as_policy
 from minirl.utils import check_positive_ints, torch_threads
 from toy_envs.sorting import SortingTask
 
-__all__ = ["TrainConfig", "evaluate", "policy_update", "response_mask", "rollout_log_probs", "step_metrics", "train"]
+__all__ = [
+    "TrainConfig",
+    "device_generator",
+    "evaluate",
+    "evaluation_prompts",
+    "policy_update",
+    "response_mask",
+    "rollout_log_probs",
+    "step_metrics",
+    "train",
+]
 
 
 @dataclass
@@ -181,7 +191,9 @@ def _advantages(task: Task, algo: AlgoConfig, prompts, answers, rewards: torch.T
     return per_position.view(dense.shape[0], dense.shape[2], dense.shape[1]).transpose(1, 2)
 
 
-def _eval_prompts(task: Task, n: int, generator: torch.Generator):
+def evaluation_prompts(task: Task, n: int, generator: torch.Generator):
+    """The ``n`` prompts ``evaluate`` scores: the task's held-out ``eval_prompts`` when it has them, else fresh
+    draws (``sample_prompts``), both from ``generator``."""
     return task.eval_prompts(n, generator) if isinstance(task, HeldOutTask) else task.sample_prompts(n, generator)
 
 
@@ -209,7 +221,7 @@ def evaluate(
     """
     policy = as_policy(model)
     generator = generator if generator is not None else torch.Generator().manual_seed(12345)
-    prompts = _eval_prompts(task, n_prompts, generator)  # on the CPU, where the task scores them
+    prompts = evaluation_prompts(task, n_prompts, generator)  # on the CPU, where the task scores them
     # the fraction of positions right needs a per-position reward and a reference answer (the toy sorting tasks)
     graded = task if isinstance(task, ProcessRewardTask) and isinstance(task, ToyTask) else None
     if graded is not None:
@@ -219,7 +231,7 @@ def evaluate(
         kinds.append(
             (
                 "sampled",
-                policy.sample(prompts, 1, temperature=1.0, generator=_device_generator(generator, policy.device)),
+                policy.sample(prompts, 1, temperature=1.0, generator=device_generator(generator, policy.device)),
             )
         )
     out = {}
@@ -239,7 +251,8 @@ def evaluate(
     return out
 
 
-def _device_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
+def device_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
+    """``generator`` itself on the CPU; on another device a generator there, seeded by one draw from it."""
     if torch.device(device).type == "cpu":
         return generator
     seed = int(torch.randint(0, 2**62, (1,), generator=generator))
@@ -503,7 +516,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
     scheduler = _lr_scheduler(optimizer, cfg.lr_schedule, cfg.steps)
     generator = torch.Generator().manual_seed(cfg.seed)
-    sample_generator = _device_generator(generator, device)
+    sample_generator = device_generator(generator, device)
     eval_generator_seed = 10_000 + cfg.seed
     history = History(label=algo.name, seed=cfg.seed)
     samples_per_step = cfg.prompts_per_step * cfg.group_size

@@ -17,7 +17,7 @@ from minirl.lm import load_policy, make_tiny_lm
 from minirl.lm.recipes import recipe_for
 from minirl.pass_at_k import sampled_pass_at_k
 from minirl.runs import TIMING_METRICS, RunError, RunFolder, load_run_policy
-from minirl.train import TrainConfig, _eval_prompts, train
+from minirl.train import TrainConfig, evaluation_prompts, train
 from toy_envs.text_tasks import ANSWER_KINDS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -192,7 +192,7 @@ def test_cli_generate_on_a_tiny_lm_run(tmp_path, capsys):
 
 def _pass_at_k_line(run: Path, task, n_prompts: int, ks: list[int], n_samples: int) -> str:
     """The pass@k line minirl eval prints, computed here: the same prompts, the same generator seed."""
-    prompts = _eval_prompts(task, n_prompts, torch.Generator().manual_seed(10_000))  # seed 0 runs
+    prompts = evaluation_prompts(task, n_prompts, torch.Generator().manual_seed(10_000))  # seed 0 runs
     policy = load_run_policy(run)
     scores = sampled_pass_at_k(policy, task, prompts, n_samples, ks, torch.Generator().manual_seed(EVAL_SAMPLING_SEED))
     return "  " + ", ".join(f"{k} {v:.1%}" for k, v in scores.items()) + f" ({n_samples} samples per prompt, T = 1)"
@@ -234,7 +234,7 @@ def test_cli_eval_on_a_tiny_lm_run_and_another_task(tmp_path, capsys):
     kinds = dict(k.rsplit(" ", 1) for k in printed[2].removeprefix("  greedy answer kinds: ").split("; "))
     assert list(kinds) == list(ANSWER_KINDS)
     assert abs(sum(float(v.rstrip("%")) for v in kinds.values()) - 100) <= 0.25  # five values rounded to 0.1
-    shown = _eval_prompts(run_task, 3, torch.Generator().manual_seed(10_000))[0]
+    shown = evaluation_prompts(run_task, 3, torch.Generator().manual_seed(10_000))[0]
     assert printed[3].startswith(f"  {shown.question!r} -> ")
 
     assert main(["eval", str(out), "--samples", "1", "--samples-per-prompt", "2", "--n-numbers", "4"]) == 0
@@ -242,7 +242,7 @@ def test_cli_eval_on_a_tiny_lm_run_and_another_task(tmp_path, capsys):
     four = dataclasses.replace(run_task, n_numbers=4)  # the run's prompt settings and held-out sets, 4 numbers
     assert printed[0] == "task: text_sort, 4 numbers 0-9 (the run's prompt settings)"
     assert printed[2] == _pass_at_k_line(out, four, 3, [1, 2], 2)
-    shown = _eval_prompts(four, 3, torch.Generator().manual_seed(10_000))[0]
+    shown = evaluation_prompts(four, 3, torch.Generator().manual_seed(10_000))[0]
     assert len(shown.numbers) == 4 and printed[4].startswith(f"  {shown.question!r} -> ")
 
     assert main(["eval", str(out), "--samples", "1", "--samples-per-prompt", "1", "--task", "text_add"]) == 0
