@@ -4,18 +4,41 @@
 - ``minirl.bench.lm`` (``minirl bench --lm``): the tiny model's and SmolLM2's recipes over seeds;
 - ``minirl.bench.trl`` (``minirl bench --trl``): one run with minirl's loop and with TRL's ``GRPOTrainer``.
 
+With ``--out DIR`` every training run a benchmark makes is kept as a run folder under DIR (``minirl.runs``:
+its config, metrics, evaluations, curves and model), and DIR/record.json names the folder of each run it
+reports, so a figure points at the run it came from (``minirl eval DIR/NAME``, ``minirl plot DIR/NAME``).
+
 Each module is imported by name (``from minirl.bench.lm import run_lm_benchmark``): the language-model ones
 load more than the toy one needs.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from minirl.results import Record
+    from minirl.runs import RunHooks
 
-__all__ = ["finish"]
+__all__ = ["check_out", "finish", "keep_run"]
+
+
+def check_out(out: str | os.PathLike | None) -> None:
+    """``--out``: a new or empty folder (a benchmark's runs and record are never mixed with another's)."""
+    if out is not None and Path(out).is_dir() and any(Path(out).iterdir()):
+        raise ValueError(f"out: {out} exists and is not empty: remove it, or choose another --out")
+
+
+def keep_run(out: str | os.PathLike | None, name: str, config: Any, extra: dict | None = None) -> RunHooks:
+    """The run folder ``out/name`` for one benchmark run (``RunFolder.create``), or hooks that keep nothing
+    when ``out`` is None."""
+    from minirl.runs import RunFolder, RunHooks
+
+    if out is None:
+        return RunHooks()
+    return RunFolder.create(Path(out) / name, config, extra=extra)
 
 
 def finish(record: Record, targets: dict[str, bool], save: str | None, quick: bool, out: str | None = None) -> int:
@@ -29,8 +52,6 @@ def finish(record: Record, targets: dict[str, bool], save: str | None, quick: bo
     if save is not None:
         record.save()
     if out is not None:
-        from pathlib import Path
-
         from minirl.runs import environment, write_json
 
         Path(out).mkdir(parents=True, exist_ok=True)

@@ -27,12 +27,13 @@ import dataclasses
 import multiprocessing
 import resource
 import time
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from minirl.bench import finish
+from minirl.bench import finish, keep_run
 from minirl.lm.models import SMOLLM2_ALIAS, load_policy
 from minirl.lm.recipes import RECIPES, LMRecipe, model_kind
 from minirl.results import Record, history_figures
@@ -55,25 +56,35 @@ def _greedy(policy, task, n: int) -> dict[str, float]:
     return {k: v for k, v in ev.items() if k.endswith(("exact", "format"))}
 
 
-def _one_run(
-    name: str, recipe: LMRecipe, max_seconds: float | None, seed: int, progress: bool, four_numbers: bool
+def _one_run(  # noqa: PLR0913
+    name: str,
+    recipe: LMRecipe,
+    max_seconds: float | None,
+    seed: int,
+    progress: bool,
+    four_numbers: bool,
+    out: str | None = None,
 ) -> dict[str, Any]:
-    """One seed of a recipe, start to end: load, warm start, GRPO, evaluations; its figures."""
+    """One seed of a recipe, start to end: load, warm start, GRPO, evaluations; its figures. ``out``: keep the
+    run in the run folder ``out/MODEL_seedN`` (named in the figures as ``run_folder``)."""
     task = recipe.task()
     start = time.perf_counter()
     policy = recipe.policy(name, seed=seed)
-    out: dict[str, Any] = {"load_seconds": time.perf_counter() - start, "sft_seconds": 0.0}
+    figures: dict[str, Any] = {"load_seconds": time.perf_counter() - start, "sft_seconds": 0.0}
     if recipe.sft_steps:
         t = time.perf_counter()
         recipe.warm_start(policy, task, seed=seed, progress=False)
-        out["sft_seconds"] = time.perf_counter() - t
-    policy, history = train(recipe.train_config(task, seed=seed, max_seconds=max_seconds, progress=progress), policy)
-    out.update(history_figures(history))
+        figures["sft_seconds"] = time.perf_counter() - t
+    config = recipe.train_config(task, seed=seed, max_seconds=max_seconds, progress=progress)
+    folder = f"{Path(name).name}_seed{seed}"
+    extra = {"model": {"name": name, "recipe": dataclasses.asdict(recipe)}}
+    policy, history = train(config, policy, run=keep_run(out, folder, config, extra))
+    figures.update(history_figures(history))
     if four_numbers:  # the trained model on 4 numbers, which it never saw (a 4-number answer needs 3 more tokens)
         policy.max_new_tokens = recipe.max_new_tokens + 3
-        out["four_numbers"] = _greedy(policy, recipe.task(n_numbers=4), recipe.eval_prompts)
-    out["peak_memory_gb"] = _peak_memory_gb(policy.device)
-    return out
+        figures["four_numbers"] = _greedy(policy, recipe.task(n_numbers=4), recipe.eval_prompts)
+    figures["peak_memory_gb"] = _peak_memory_gb(policy.device)
+    return {**figures, **({"run_folder": folder} if out is not None else {})}
 
 
 def _step_cost(name: str, recipe: LMRecipe, steps: int, seed: int = 0) -> dict[str, float]:
@@ -179,7 +190,8 @@ def run_lm_benchmark(
 
     ``seeds``: seeds 0 .. seeds-1 of each recipe. ``minutes``: stop SmolLM2's training after this many minutes
     (None: the recipe's steps). ``save``: a results name or path (``minirl.results``). ``workers``: tiny-model
-    processes side by side (0: one per core). ``out``: a folder to keep the record in too (``bench.finish``)."""
+    processes side by side (0: one per core). ``out``: a folder to keep every run in (``_one_run``) and the
+    record (``bench.finish``)."""
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1; got {seeds}")
     record = Record(save or "bench_lm", seeds=list(range(seeds)))
@@ -187,7 +199,7 @@ def run_lm_benchmark(
     quick_tiny = dict(sft_steps=10, prompts_per_step=4, group_size=4, eval_every=0, steps=3, eval_prompts=20)
     t_run = tiny.with_(**quick_tiny) if quick else tiny.with_(eval_prompts=HELD_OUT)
     n_workers = None if quick else min(seeds, workers or multiprocessing.cpu_count())
-    tiny_runs = _in_processes(_one_run, [("tiny", t_run, None, s, False, False) for s in range(seeds)], n_workers)
+    tiny_runs = _in_processes(_one_run, [("tiny", t_run, None, s, False, False, out) for s in range(seeds)], n_workers)
     tiny_summary = _summary(tiny_runs)
     _report(
         f"1. Tiny model (~1M parameters), text sorting of 3 numbers 0-9: {t_run.sft_steps} supervised "
@@ -203,7 +215,7 @@ def run_lm_benchmark(
     s_run = pre.with_(**quick_smol) if quick else pre.with_(eval_prompts=HELD_OUT)
     budget = None if minutes is None else 60.0 * minutes
     smol_runs = _in_processes(
-        _one_run, [(SMOLLM2_ALIAS, s_run, budget, s, not quick, True) for s in range(seeds)], None if quick else 1
+        _one_run, [(SMOLLM2_ALIAS, s_run, budget, s, not quick, True, out) for s in range(seeds)], None if quick else 1
     )
     smol_summary = _summary(smol_runs)
     base4 = _greedy(

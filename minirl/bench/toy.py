@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import torch
 
 from minirl import TrainConfig, train, train_supervised
 from minirl.algorithms import ALGORITHMS
-from minirl.bench import finish
+from minirl.bench import finish, keep_run
 from minirl.history import History
 from minirl.results import Record
 from toy_envs.sorting import SortingTask
@@ -50,16 +51,22 @@ def _table(header: list[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines + [fmt.format(*map(str, r)) for r in rows])
 
 
-def bench_small(seeds: int, budget: float) -> tuple[bool, dict]:
+def _folder(out: str | None, part: str, seed: int) -> dict[str, str]:
+    """``{"run_folder": NAME}`` of a kept run (``--out``), or nothing."""
+    return {"run_folder": f"{part}_seed{seed}"} if out is not None else {}
+
+
+def bench_small(seeds: int, budget: float, out: str | None = None) -> tuple[bool, dict]:
     rows, ok, figures = [], True, {}
     for seed in range(seeds):  # the default TrainConfig (2000 steps, cosine), cut at `budget` seconds
         config = TrainConfig(task=SMALL, algo="grpo", seed=seed, max_seconds=budget, eval_every=25, progress=False)
-        _, h = train(config)
+        _, h = train(config, run=keep_run(out, f"small_grpo_seed{seed}", config))
         reached = _first_reaching(h, "greedy_exact", 0.99)
         final = h.evals[-1]["greedy_exact"]
         ok &= reached is not None and reached < 15.0
         rows.append([seed, len(h), f"{final:.1%}", "never" if reached is None else f"{reached:.1f} s"])
-        figures[str(seed)] = {"steps": len(h), "final": final, "seconds_to_99": reached}
+        kept = _folder(out, "small_grpo", seed)
+        figures[str(seed)] = {"steps": len(h), "final": final, "seconds_to_99": reached, **kept}
     print(
         f"\n1. Sorting 3 numbers from 5 values, GRPO, {budget:.0f} s budget per seed "
         f"(target: >= 99% greedy exact in < 15 s)"
@@ -68,14 +75,14 @@ def bench_small(seeds: int, budget: float) -> tuple[bool, dict]:
     return ok, {"budget_s": budget, "seeds": figures}
 
 
-def bench_large(seeds: int, budget: float, algos: list[str]) -> tuple[bool, dict]:
+def bench_large(seeds: int, budget: float, algos: list[str], out: str | None = None) -> tuple[bool, dict]:
     results: dict[str, list[History]] = {}
     for algo in algos:
         for seed in range(seeds):
             config = TrainConfig(
                 task=LARGE, algo=algo, seed=seed, steps=LARGE_STEPS, max_seconds=budget, eval_every=100, progress=False
             )
-            results.setdefault(algo, []).append(train(config)[1])
+            results.setdefault(algo, []).append(train(config, run=keep_run(out, f"large_{algo}_seed{seed}", config))[1])
     mean_exact = {a: float(np.mean([h.evals[-1]["greedy_exact"] for h in hs])) for a, hs in results.items()}
     best = max(mean_exact, key=mean_exact.__getitem__)
     # the ceiling: as many optimiser updates as the best RL run made (steps x inner epochs), each
@@ -102,6 +109,7 @@ def bench_large(seeds: int, budget: float, algos: list[str]) -> tuple[bool, dict
             "mean": mean_exact[algo],
             "per_seed": [h.evals[-1]["greedy_exact"] for h in hs],
             "steps": [len(h) for h in hs],
+            **({"run_folders": [f"large_{algo}_seed{h.seed}" for h in hs]} if out is not None else {}),
         }
     print(
         f"\n2. Sorting 5 numbers from 10 values, {budget:.0f} s per run, mean of {seeds} seeds "
@@ -111,14 +119,15 @@ def bench_large(seeds: int, budget: float, algos: list[str]) -> tuple[bool, dict
     return mean_exact[best] >= 0.9 * ceiling, figures
 
 
-def bench_maze(seeds: int) -> tuple[bool, dict]:
+def bench_maze(seeds: int, out: str | None = None) -> tuple[bool, dict]:
     from minirl.maze_rl import MazeTrainConfig, episodes_to_solve, train_maze
 
     rows, ok, figures = [], True, {}
     for method in ("reinforce", "reinforce_baseline", "ppo"):
         for seed in range(seeds):
             start = time.perf_counter()
-            _, _, h = train_maze(MazeTrainConfig(method=method, seed=seed, progress=False))
+            config = MazeTrainConfig(method=method, seed=seed, progress=False)
+            _, _, h = train_maze(config, run=keep_run(out, f"maze_{method}_seed{seed}", config))
             greedy = next((e for e in h.evals if e["greedy_success"] >= 1.0), None)
             solved = episodes_to_solve(h)  # greedy success and exact expected return >= 9.9
             final = h.evals[-1]["greedy_success"]
@@ -143,6 +152,7 @@ def bench_maze(seeds: int) -> tuple[bool, dict]:
                 "eval_every_episodes": int(h.evals[1]["episodes"] - h.evals[0]["episodes"])
                 if len(h.evals) > 1
                 else None,
+                **_folder(out, f"maze_{method}", seed),
             }
     print(
         "\n3. Maze (reward 10 at the goal, 6 moves): greedy success and episodes needed "
@@ -165,30 +175,37 @@ def bench_maze(seeds: int) -> tuple[bool, dict]:
     return ok, figures
 
 
-def bench_ladder(seeds: int) -> tuple[bool, dict]:
-    from minirl.compare import LADDER_RUNGS, ladder_configs, ladder_figures, ladder_summary, run_all
+def bench_ladder(seeds: int, out: str | None = None) -> tuple[bool, dict]:
+    from minirl.compare import LADDER_RUNGS, ladder_configs, ladder_figures, ladder_summary, run_all, run_folders
 
     start = time.perf_counter()
     print(f"\n4. minirl ladder: {len(LADDER_RUNGS)} rungs x {seeds} seeds on sorting, one process per CPU core")
-    runs = run_all(ladder_configs(seeds), workers=0, progress=False)
+    configs = ladder_configs(seeds)
+    folders = None
+    if out is not None:  # one folder of run folders: minirl plot OUT/ladder draws the ladder's figure
+        extras = {(rung, i): {"figure": "ladder"} for rung, group in configs.items() for i in range(len(group))}
+        folders = run_folders(configs, Path(out) / "ladder", extras=extras)
+    runs = run_all(configs, workers=0, progress=False, folders=folders)
     elapsed = time.perf_counter() - start
     print(ladder_summary(runs))
     print(f"total {elapsed:.0f} s (target: < 180 s)")
-    return elapsed < 180, {"seconds": elapsed, **ladder_figures(runs)}
+    kept = {"run_folders": "ladder"} if out is not None else {}
+    return elapsed < 180, {"seconds": elapsed, **ladder_figures(runs), **kept}
 
 
 def run_benchmark(quick: bool = False, seeds: int = 3, save: str | None = None, out: str | None = None) -> int:
     """Run all four parts; returns 0 if every target is met, 1 otherwise. ``save``: a results name or path
-    (``minirl.results``) for every figure; ``out``: a folder to keep the record in too (``bench.finish``)."""
+    (``minirl.results``) for every figure; ``out``: a folder to keep every run in (its run folder named in the
+    figures: ``run_folder``) and the record (``bench.finish``)."""
     record = Record(save or "bench", seeds=list(range(seeds)))
     torch.set_num_threads(1)
     small_budget, large_budget = (2.0, 2.0) if quick else (15.0, 60.0)
     algos = ["grpo", "clipped"] if quick else sorted(ALGORITHMS)
     parts = {
-        "small": ("sorting 3x5 GRPO >= 99% in 15 s", lambda: bench_small(seeds, small_budget)),
-        "large": ("sorting 5x10 best >= 90% of ceiling", lambda: bench_large(seeds, large_budget, algos)),
-        "maze": ("maze >= 99% greedy success", lambda: bench_maze(seeds)),
-        "ladder": ("ladder 6 rungs x 3 seeds in < 3 min", lambda: bench_ladder(seeds)),
+        "small": ("sorting 3x5 GRPO >= 99% in 15 s", lambda: bench_small(seeds, small_budget, out)),
+        "large": ("sorting 5x10 best >= 90% of ceiling", lambda: bench_large(seeds, large_budget, algos, out)),
+        "maze": ("maze >= 99% greedy success", lambda: bench_maze(seeds, out)),
+        "ladder": ("ladder 6 rungs x 3 seeds in < 3 min", lambda: bench_ladder(seeds, out)),
     }
     verdicts = {}
     for key, (name, part) in parts.items():
