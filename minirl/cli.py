@@ -29,7 +29,8 @@ import torch
 
 from minirl.algorithms import ALGORITHMS, AlgoConfig
 from minirl.history import History
-from minirl.maze_rl import MAZE_ALGORITHMS, MazeTrainConfig
+from minirl.maze_rl import MAZE_ALGORITHMS, MazePolicy, MazeTrainConfig
+from minirl.runs import MAZE_CLASS
 from minirl.train import TrainConfig
 from toy_envs.sorting import REWARDS, SortingTask
 from toy_envs.variable_sorting import VARIABLE_REWARDS, VariableLengthSortingTask
@@ -292,12 +293,58 @@ def _text_run(args: argparse.Namespace, algo: str, seed: int, *, warm_start: boo
     return recipe, policy, config
 
 
-def _run_text(args: argparse.Namespace, algo: str, seed: int) -> tuple[History, str]:
+def _run_text(args: argparse.Namespace, algo: str, seed: int, folder: Path | None = None) -> tuple[History, str]:
+    """One text-task run of ``compare``; kept in ``folder`` (a run folder, with the ``minirl train`` command that
+    resumes it) when given."""
     from minirl.train import train
 
-    _, policy, config = _text_run(args, algo, seed)
-    _, history = train(config, policy)
+    if folder is None:
+        _, policy, config = _text_run(args, algo, seed)
+        _, history = train(config, policy)
+    else:
+        one = argparse.Namespace(**{**vars(args), "algo": algo, "seed": seed})
+        run, config, policy = _kept_run(one, folder, False, _text_train_command(args, algo, seed))
+        history = _train_any(config, policy, run)
     return history, _text_summary(args, algo, seed, history)
+
+
+def _text_run_folders(args: argparse.Namespace, algos: list[str], seeds: list[int]) -> dict[tuple[str, int], Path]:
+    """``compare --out DIR`` on a text task: ``{(algo, seed): DIR/ALGO_seedN}``, refused before anything loads
+    when one exists (without ``--overwrite``)."""
+    if getattr(args, "out", None) is None:
+        return {}
+    folders = {(a, s): Path(args.out) / f"{a}_seed{s}" for a in algos for s in seeds}
+    taken = [p for p in folders.values() if p.is_dir() and any(p.iterdir())]
+    if taken and not args.overwrite:
+        raise ValueError(f"out: run folder {taken[0]} exists: replace it with --overwrite, or choose another --out")
+    return folders
+
+
+COMPARE_ONLY = {"algos", "seeds", "out", "overwrite", "save", "plot", "workers", "save_every", "help"}
+
+
+def _text_train_command(args: argparse.Namespace, algo: str, seed: int) -> list[str]:
+    """The ``minirl train`` arguments of one text-task ``compare`` run: every flag ``train`` shares with
+    ``compare`` that differs from its default, then the algorithm, the seed and ``--save-every``."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    argv = ["train"]
+    for action in commands.choices["train"]._actions:
+        if not action.option_strings or action.dest in COMPARE_ONLY or action.dest in ("algo", "seed"):
+            continue
+        value = getattr(args, action.dest, action.default)
+        if value == action.default:
+            continue
+        if isinstance(action, argparse.BooleanOptionalAction):
+            argv.append(action.option_strings[0] if value else action.option_strings[1])
+        elif isinstance(action, argparse._StoreTrueAction):
+            argv.append(action.option_strings[0])
+        elif isinstance(action, argparse._AppendAction):
+            argv += [part for item in value for part in (action.option_strings[0], str(item))]
+        else:
+            argv += [action.option_strings[0], str(value)]
+    keep = ["--save-every", str(args.save_every)] if args.save_every else []
+    return [*argv, "--algo", algo, "--seed", str(seed), *keep]
 
 
 def _text_summary(args: argparse.Namespace, algo: str, seed: int, history: History) -> str:
@@ -349,12 +396,11 @@ def _run(args: argparse.Namespace, algos: list[str], seeds: list[int]) -> dict[s
     _check_algos(args.task, algos)
     _check_flags(args)
     if _is_text(args.task):
-        if getattr(args, "out", None) is not None:
-            raise SystemExit("minirl: compare --out keeps toy runs; keep a text run with minirl train --out")
+        folders = _text_run_folders(args, algos, seeds)
         runs: dict[str, list[History]] = {}
         for algo in algos:
             for seed in seeds:
-                history, summary = _run_text(args, algo, seed)
+                history, summary = _run_text(args, algo, seed, folders.get((algo, seed)))
                 runs.setdefault(algo, []).append(history)
                 print(summary, flush=True)
         return runs
@@ -376,18 +422,20 @@ def _run(args: argparse.Namespace, algos: list[str], seeds: list[int]) -> dict[s
     return {labels[algo]: histories for algo, histories in runs.items()}
 
 
-def _run_folders(args: argparse.Namespace, configs: dict[str, list]) -> dict[tuple[str, int], str] | None:
+def _run_folders(
+    args: argparse.Namespace, configs: dict[str, list], figure: str | None = None
+) -> dict[tuple[str, int], str] | None:
     """``compare`` / ``ladder --out DIR``: a run folder per run under DIR (``minirl.compare.run_folders``), its
-    config.json holding the run's own ``minirl train`` command, so ``minirl train --resume`` continues it."""
+    config.json holding the run's own ``minirl train`` command, so ``minirl train --resume`` continues it, and
+    ``figure`` (``"ladder"``: ``minirl plot`` draws the ladder's four panels)."""
     if getattr(args, "out", None) is None:
         return None
     from minirl.compare import run_folders
 
     extras = {
-        (algo, i): {"command": train_command(config, algo, args)}
+        (algo, i): {"command": train_command(config, algo, args), **({"figure": figure} if figure else {})}
         for algo, group in configs.items()
         for i, config in enumerate(group)
-        if isinstance(config, TrainConfig)  # the maze has no run folder: run_folders says so
     }
     return run_folders(configs, args.out, overwrite=args.overwrite, extras=extras)
 
@@ -413,24 +461,27 @@ def _flag_value(name: str, value) -> list[str]:
     return [flag, "none" if value is None else str(value)]
 
 
-def train_command(config: TrainConfig, algo: str, args: argparse.Namespace) -> list[str]:
+def train_command(config: TrainConfig | MazeTrainConfig, algo: str, args: argparse.Namespace) -> list[str]:
     """The ``minirl train`` arguments of one ``compare`` / ``ladder`` run (``config``, preset ``algo`` with
-    ``args.set``'s changes): its task, algorithm, seed and every TrainConfig knob off its default, so the
-    config that ``train --resume`` rebuilds from them equals ``config``; with ``args``'s ``--save-every`` and
-    ``--no-progress``."""
-    defaults = TrainConfig()
+    ``args.set``'s changes; or a maze run, method ``algo``): its task, algorithm, seed and every knob off its
+    default, so the config that ``train --resume`` rebuilds from them equals ``config``; with ``args``'s
+    ``--save-every`` and ``--no-progress``."""
+    maze = isinstance(config, MazeTrainConfig)
+    cls, excluded = (MazeTrainConfig, MAZE_FLAGS_EXCLUDED) if maze else (TrainConfig, TRAIN_FLAGS_EXCLUDED)
+    defaults = cls()
     knobs = [
         flag
-        for f in dataclasses.fields(TrainConfig)
-        if f.name not in TRAIN_FLAGS_EXCLUDED and getattr(config, f.name) != getattr(defaults, f.name)
+        for f in dataclasses.fields(cls)
+        if f.name not in excluded and getattr(config, f.name) != getattr(defaults, f.name)
         for flag in _flag_value(f.name, getattr(config, f.name))
     ]
+    task = ["--task", "maze"] if maze else _task_flags(config.task)
     sets = [flag for pair in getattr(args, "set", []) for flag in ("--set", pair)]
     keep = ["--save-every", str(args.save_every)] if args.save_every else []
     quiet = ["--no-progress"] if args.no_progress else []
     return [
         "train",
-        *_task_flags(config.task),
+        *task,
         "--algo",
         algo,
         *sets,
@@ -512,33 +563,22 @@ def _run_folder_args(args: argparse.Namespace) -> tuple[argparse.Namespace, Path
 
 
 def _train_kept(args: argparse.Namespace) -> int:
-    """``train --out`` / ``--resume``: one run kept in a run folder (``minirl.runs``), here in this process."""
-    from minirl.runs import RunFolder
-    from minirl.train import train
-
+    """``train --out`` / ``--resume``: one run kept in a run folder (``minirl.runs``), here in this process.
+    Ctrl-C while the model loads or warm-starts keeps nothing; after that, the run folder says what it holds."""
     resuming = args.resume is not None
     args, folder = _run_folder_args(args)
     _check_algos(args.task, [args.algo])
     _check_flags(args)
-    if _is_maze(args.task):
-        raise SystemExit("minirl: --out and --resume keep sorting and text runs; the maze has no run folder yet")
-    command = [a for a in args.argv if a != "--overwrite"]
-    if _is_text(args.task):
-        recipe, policy, config = _text_run(args, args.algo, args.seed, warm_start=not resuming)
-        extra = {"command": command, "model": {"name": args.model, "recipe": dataclasses.asdict(recipe)}}
-    else:
-        policy, config = None, _config(args, args.algo, args.seed, not args.no_progress)
-        extra = {"command": command}
-    assert isinstance(config, TrainConfig)
-    keep = {"extra": extra, "save_every": args.save_every, "tensorboard": args.tensorboard}
-    if resuming:
-        run = RunFolder.resume(folder, config, **keep)
-    else:
-        run = RunFolder.create(folder, config, overwrite=args.overwrite, **keep)
-    print(f"{'resuming' if resuming else 'keeping'} the run in {folder}", flush=True)
+    run = None
     try:
-        _, history = train(config, policy, run=run)
+        run, config, policy = _kept_run(args, folder, resuming, [a for a in args.argv if a != "--overwrite"])
+        print(f"{'resuming' if resuming else 'keeping'} the run in {folder}", flush=True)
+        history = _train_any(config, policy, run)
     except KeyboardInterrupt:
+        if run is None:
+            print("interrupted before training began: nothing was kept", file=sys.stderr, flush=True)
+        elif not run.announced_interrupt:
+            print(run.interrupted_message(), file=sys.stderr, flush=True)
         return 130
     label = _label(config)
     summary = (
@@ -547,10 +587,40 @@ def _train_kept(args: argparse.Namespace) -> int:
         else run_summary(args.task, label, history)
     )
     print(summary, flush=True)
-    print(f"kept in {folder}: minirl eval {folder}; minirl generate {folder} PROMPT", flush=True)
+    use = f"minirl eval {folder}" + ("" if _is_maze(args.task) else f"; minirl generate {folder} PROMPT")
+    print(f"kept in {folder}: {use}", flush=True)
     if args.plot:
         _plot({label: [history]}, args.task, args.plot)
     return 0
+
+
+def _kept_run(args: argparse.Namespace, folder: Path, resuming: bool, command: list[str]):
+    """(the RunFolder, the config, the policy or None) of ``train --out`` / ``--resume`` (``command``: the
+    ``minirl train`` arguments config.json keeps): a text run's model loaded (and warm-started unless resuming:
+    the checkpoint replaces its weights)."""
+    from minirl.runs import RunFolder
+
+    if _is_text(args.task):
+        recipe, policy, config = _text_run(args, args.algo, args.seed, warm_start=not resuming)
+        extra = {"command": command, "model": {"name": args.model, "recipe": dataclasses.asdict(recipe)}}
+    else:
+        policy, config = None, _config(args, args.algo, args.seed, not args.no_progress)
+        extra = {"command": command}
+    keep = {"extra": extra, "save_every": args.save_every, "tensorboard": getattr(args, "tensorboard", False)}
+    if resuming:
+        return RunFolder.resume(folder, config, **keep), config, policy
+    return RunFolder.create(folder, config, overwrite=args.overwrite, **keep), config, policy
+
+
+def _train_any(config: TrainConfig | MazeTrainConfig, policy, run) -> History:
+    """``train`` (or for the maze ``train_maze``) of ``config`` into ``run``; the History."""
+    if isinstance(config, MazeTrainConfig):
+        from minirl.maze_rl import train_maze
+
+        return train_maze(config, run=run)[2]
+    from minirl.train import train
+
+    return train(config, policy, run=run)[1]
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -562,9 +632,14 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     run = RunFolder(args.run)
     config = run.config()
+    if config["task"]["class"] == MAZE_CLASS:
+        policy = load_run_policy(args.run)
+        assert isinstance(policy, MazePolicy)
+        return _eval_maze(args, run.task(), policy)
     task, changed = _eval_task(args, run.task())
     ks = _eval_ks(args.k, args.samples_per_prompt)
     policy = load_run_policy(args.run, device=args.device)
+    assert not isinstance(policy, MazePolicy)  # a maze run went to _eval_maze above
     n = args.eval_prompts or config.get("eval_prompts", 1000)
     seed, run_seed = 10_000 + config.get("seed", 0), config.get("seed", 0)
     if changed:
@@ -581,6 +656,29 @@ def cmd_eval(args: argparse.Namespace) -> int:
     right = task.is_correct(shown, answers)
     for i in range(len(right)):
         print(f"  {_show(shown[i])!r} -> {_show(answers[i])!r} ({'right' if right[i].all() else 'wrong'})")
+    return 0
+
+
+def _eval_maze(args: argparse.Namespace, maze, policy: MazePolicy) -> int:
+    """A maze run: the exact expected return (dynamic programming), the greedy route and whether it arrives."""
+    from minirl.maze_rl import exact_return, greedy_success
+
+    text_flags = [f for f in ("task", "n_numbers", "max_value", "digits") if getattr(args, f) is not None]
+    if text_flags:
+        raise ValueError(f"--{text_flags[0].replace('_', '-')} applies to a text run; {args.run} is a maze run")
+    cell, route = maze.start, [maze.start]
+    with torch.no_grad():
+        for _ in range(maze.max_steps):
+            cell = maze.next_cell(cell, int(policy(torch.tensor(cell)).argmax()))
+            route.append(cell)
+            if cell == maze.goal:
+                break
+    moves = " -> ".join(str(maze.cell_to_rc(c)) for c in route)
+    print(
+        f"{args.run}: exact expected return {exact_return(maze, policy):.3f} of {maze.goal_reward:g} "
+        f"(dynamic programming, T = 1), greedy success {greedy_success(maze, policy):.0%}"
+    )
+    print(f"  greedy route (row, col): {moves}")
     return 0
 
 
@@ -659,28 +757,47 @@ def _show(item) -> str:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    """A run folder's trained model answers one prompt (greedy): a question through the training chat template
-    (its system message and worked examples), or for a toy run the prompt's numbers (``"3 1 2"``)."""
+    """A run folder's trained model answers a prompt (greedy): a question through the training chat template
+    (its system message and worked examples), or for a toy run the prompt's numbers (``"3 1 2"``). Without a
+    prompt: one answer per line typed, until an empty line or end of input."""
     from minirl.runs import RunFolder, load_run_policy
     from minirl.train import evaluation_prompts
 
     run = RunFolder(args.run)
+    if run.config()["task"]["class"] == MAZE_CLASS:
+        raise ValueError(f"{args.run} is a maze run: it answers no prompt; minirl eval {args.run} shows its route")
     task, policy = run.task(), load_run_policy(args.run, device=args.device)
     example = evaluation_prompts(task, 1, torch.Generator().manual_seed(0))
-    if isinstance(example, torch.Tensor):
-        try:
-            numbers = [int(t) for t in args.prompt.replace(",", " ").split()]
-        except ValueError:
-            raise ValueError(
-                f"prompt must be {example.shape[1]} numbers for this toy run; got {args.prompt!r}"
-            ) from None
-        if len(numbers) != example.shape[1]:
-            raise ValueError(f"prompt must be {example.shape[1]} numbers for this toy run; got {args.prompt!r}")
-        print(_show(policy.greedy(torch.tensor([numbers])).answers[0]))
+    if args.prompt is not None:
+        print(_answer(policy, example, args.prompt))
         return 0
-    messages = [*example[0].messages[:-1], {"role": "user", "content": args.prompt}]
-    print(policy.greedy([messages]).answers[0][0])
-    return 0
+    print(f"{args.run}: type a prompt, an empty line (or Ctrl-D) ends", flush=True)
+    while True:
+        try:
+            prompt = input("> ").strip()
+        except EOFError:
+            return 0
+        if not prompt:
+            return 0
+        try:
+            print(_answer(policy, example, prompt), flush=True)
+        except ValueError as err:  # a malformed toy prompt: say so and go on
+            print(f"error: {err}", flush=True)
+
+
+def _answer(policy, example, prompt: str) -> str:
+    """The greedy answer to ``prompt``, shaped like ``example`` (a toy run's prompt tensor, or a text prompt
+    whose chat messages it replaces the question of)."""
+    if not isinstance(example, torch.Tensor):
+        messages = [*example[0].messages[:-1], {"role": "user", "content": prompt}]
+        return policy.greedy([messages]).answers[0][0]
+    try:
+        numbers = [int(t) for t in prompt.replace(",", " ").split()]
+    except ValueError:
+        numbers = []
+    if len(numbers) != example.shape[1]:
+        raise ValueError(f"prompt must be {example.shape[1]} numbers for this toy run; got {prompt!r}")
+    return _show(policy.greedy(torch.tensor([numbers])).answers[0])
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -730,7 +847,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
         workers=args.workers,
         progress=not args.no_progress,
         on_done=lambda rung, h: print(run_summary("sorting", rung, h), flush=True),
-        folders=_run_folders(args, configs),
+        folders=_run_folders(args, configs, figure="ladder"),
         save_every=args.save_every,
     )
     _kept(args, runs)
@@ -759,8 +876,9 @@ def cmd_ladder(args: argparse.Namespace) -> int:
 def cmd_bench(args: argparse.Namespace) -> int:
     if args.seeds < 1:
         raise SystemExit("minirl: --seeds must be >= 1")
-    if args.out is not None and (Path(args.out) / "record.json").exists():
-        raise ValueError(f"out: {Path(args.out) / 'record.json'} exists: remove it, or choose another --out")
+    from minirl.bench import check_out
+
+    check_out(args.out)
     if args.trl:
         from minirl.bench.trl import run_trl_benchmark
 
@@ -936,9 +1054,15 @@ def build_parser() -> argparse.ArgumentParser:
     p_eval.add_argument("--device", default=None)
     p_eval.set_defaults(func=cmd_eval)
 
-    p_gen = sub.add_parser("generate", help="a kept run's model answers one prompt")
+    p_gen = sub.add_parser("generate", help="a kept run's model answers a prompt (or each prompt typed)")
     p_gen.add_argument("run", help="a run folder (minirl train --out)")
-    p_gen.add_argument("prompt", help="a question ('Sort in increasing order: 7, 2, 9'), or a toy prompt ('3 1 2')")
+    p_gen.add_argument(
+        "prompt",
+        nargs="?",
+        default=None,
+        help="a question ('Sort in increasing order: 7, 2, 9'), or a toy prompt ('3 1 2'); none: type prompts, "
+        "one per line",
+    )
     p_gen.add_argument("--device", default=None)
     p_gen.set_defaults(func=cmd_generate)
 
@@ -987,7 +1111,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--out",
         default=None,
         metavar="FOLDER",
-        help="keep the results record in FOLDER too: FOLDER/record.json beside FOLDER/env.json",
+        help="keep every run in a run folder under FOLDER, and the results record as FOLDER/record.json "
+        "(beside FOLDER/env.json), which names each run's folder",
     )
     p_bench.set_defaults(func=cmd_bench)
 

@@ -57,15 +57,13 @@ def run_one_config(config, folder: str | None = None, save_every: int = 0) -> Hi
     ``folder``: a run folder ``run_folders`` made, which the run fills (metrics, evaluations, model, curves),
     checkpointing every ``save_every`` steps (0: only on Ctrl-C)."""
     from minirl.maze_rl import MazeTrainConfig, train_maze
+    from minirl.runs import RunFolder, RunHooks
     from minirl.train import train
 
+    run = RunFolder(folder, save_every) if folder is not None else RunHooks()
     if isinstance(config, MazeTrainConfig):
-        return train_maze(config)[2]
-    if folder is not None:
-        from minirl.runs import RunFolder
-
-        return train(config, run=RunFolder(folder, save_every))[1]
-    return train(config)[1]
+        return train_maze(config, run=run)[2]
+    return train(config, run=run)[1]
 
 
 def _one_thread_run(config, folder: str | None = None, save_every: int = 0) -> History:
@@ -86,14 +84,11 @@ def run_folders(
     env.json, so a folder that exists is refused before anything trains); ``{(label, i): path}``. ``extras``:
     what each run's config.json adds (``{(label, i): {"command": [...]}}``: the ``minirl train`` arguments
     that ``--resume`` rebuilds the run from)."""
-    from minirl.maze_rl import MazeTrainConfig
     from minirl.runs import RunError, RunFolder
 
     folders: dict[tuple[str, int], str] = {}
     for label, group in configs.items():
         for i, config in enumerate(group):
-            if isinstance(config, MazeTrainConfig):
-                raise RunError("out: run folders keep sorting and text runs; the maze has no run folder yet")
             path = os.path.join(out, f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', label).strip('_')}_seed{config.seed}")
             if path in folders.values():
                 raise RunError(f"out: two runs would share the run folder {path}: give each seed once per label")

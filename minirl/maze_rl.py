@@ -67,6 +67,7 @@ from tqdm.auto import tqdm
 from minirl.advantages import compute_gae, discounted_returns
 from minirl.history import History
 from minirl.losses import policy_loss
+from minirl.runs import RunHooks, TrainState
 from minirl.utils import check_positive_ints, torch_threads
 from toy_envs.maze import Maze, expected_returns
 
@@ -417,8 +418,13 @@ def _gradient_step(optimizer: torch.optim.Optimizer, loss: torch.Tensor) -> None
     optimizer.step()
 
 
-def train_maze(config: MazeTrainConfig) -> tuple[MazePolicy, ValueModel | None, History]:
+def train_maze(
+    config: MazeTrainConfig, *, run: RunHooks | None = None
+) -> tuple[MazePolicy, ValueModel | None, History]:
     """Train a ``MazePolicy`` with ``config.method``; returns (policy, value model or None, History).
+
+    ``run``: a ``minirl.runs.RunFolder`` to keep the run in (config, metrics as they come, checkpoints, the
+    policy table, the curves) and to resume from, as ``minirl.train.train`` does; None keeps nothing.
 
     Each step: sample N episodes with π_old = π_θ (``rollout``), compute advantages
     ``[episode, time]`` (G_t, G_t − b_t, or GAE), then update with ``policy_loss``.
@@ -432,10 +438,10 @@ def train_maze(config: MazeTrainConfig) -> tuple[MazePolicy, ValueModel | None, 
     ``episodes``, ``greedy_success`` and ``exact_return``.
     """
     with torch_threads(1):
-        return _train(config)
+        return _train(config, run or RunHooks())
 
 
-def _train(cfg: MazeTrainConfig) -> tuple[MazePolicy, ValueModel | None, History]:
+def _train(cfg: MazeTrainConfig, run: RunHooks) -> tuple[MazePolicy, ValueModel | None, History]:
     maze = cfg.make_maze()
     generator = torch.Generator().manual_seed(cfg.seed)
     policy = MazePolicy(maze)  # zero logits: the initialisation draws no random numbers
@@ -444,47 +450,63 @@ def _train(cfg: MazeTrainConfig) -> tuple[MazePolicy, ValueModel | None, History
     value_opt = None
     if value_model is not None:
         value_opt = torch.optim.Adam(value_model.parameters(), lr=cfg.value_learning_rate)
-    clip_eps = cfg.clip_eps if cfg.method == "ppo" else None
     history = History(label=cfg.method, seed=cfg.seed)
 
-    start = time.perf_counter()
+    state = TrainState(policy, policy_opt, None, [generator], None, history, value_model, value_opt)
+    done = run.start(state)  # the steps a resumed run has already taken (0: a fresh start)
+    start = time.perf_counter() - (history.records[-1]["wall_time"] if history.records else 0.0)
     bar = tqdm(
-        range(1, cfg.steps + 1), desc=f"maze {cfg.method} seed {cfg.seed}", disable=not cfg.progress, leave=False
+        range(done + 1, cfg.steps + 1),
+        desc=f"maze {cfg.method} seed {cfg.seed}",
+        disable=not cfg.progress,
+        leave=False,
     )
-    for step in bar:
-        batch = rollout(maze, policy, cfg.episodes_per_step, generator)
-        adv, targets = maze_advantages(batch, cfg.method, cfg.gamma, cfg.lam, value_model)
-        if cfg.method == "ppo" and cfg.normalize_advantages:
-            adv = _normalize(adv, batch.mask)
-        v_loss = torch.zeros(())
-        for _ in range(cfg.ppo_epochs if cfg.method == "ppo" else 1):  # π_old = the sampler, fixed
-            loss, metrics = surrogate_loss(policy, batch, adv, clip_eps)
-            _gradient_step(policy_opt, loss)
-            if value_model is not None and value_opt is not None and targets is not None:  # PPO's value model
-                v_loss = value_loss(value_model, batch, targets)
-                _gradient_step(value_opt, v_loss)
-        with torch.no_grad():
-            entropy = (policy.entropy(batch.cells) * batch.mask).sum() / batch.mask.sum()
-        episodes = step * cfg.episodes_per_step
-        exact = exact_return(maze, policy)
-        history.log(
-            step=step,
-            episodes=episodes,
-            reward=float(batch.returns.mean()),
-            success_rate=float(batch.success.float().mean()),
-            entropy=float(entropy),
-            loss=loss.item(),
-            value_loss=v_loss.item(),
-            clip_frac=metrics["clip_frac_low"] + metrics["clip_frac_high"],
-            exact_return=exact,
-            wall_time=time.perf_counter() - start,
-        )
-        if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
-            greedy = greedy_success(maze, policy)
-            history.log_eval(step=step, episodes=episodes, greedy_success=greedy, exact_return=exact)
-            bar.set_postfix(exact_return=f"{exact:.2f}", greedy_success=f"{greedy:.0f}")
+    with run.interrupts_deferred():  # a run folder turns Ctrl-C into a checkpoint at the end of the step
+        for step in bar:
+            _maze_step(cfg, maze, step, state, start)
+            if history.evals and history.evals[-1]["step"] == step:
+                ev = history.evals[-1]
+                bar.set_postfix(exact_return=f"{ev['exact_return']:.2f}", greedy_success=f"{ev['greedy_success']:.0f}")
+            run.after_step(step, state)  # keeps the step's metrics; a checkpoint when due (or after Ctrl-C)
     bar.close()
+    run.finish(policy, state)
     return policy, value_model, history
+
+
+def _maze_step(cfg: MazeTrainConfig, maze: Maze, step: int, state: TrainState, start: float) -> None:
+    """One step: N episodes, advantages, the update(s); its record (and evaluation when due) into the History."""
+    policy, value_model, value_opt, history = state.policy, state.value_model, state.value_optimizer, state.history
+    clip_eps = cfg.clip_eps if cfg.method == "ppo" else None
+    batch = rollout(maze, policy, cfg.episodes_per_step, state.generators[0])
+    adv, targets = maze_advantages(batch, cfg.method, cfg.gamma, cfg.lam, value_model)
+    if cfg.method == "ppo" and cfg.normalize_advantages:
+        adv = _normalize(adv, batch.mask)
+    v_loss = torch.zeros(())
+    for _ in range(cfg.ppo_epochs if cfg.method == "ppo" else 1):  # π_old = the sampler, fixed
+        loss, metrics = surrogate_loss(policy, batch, adv, clip_eps)
+        _gradient_step(state.optimizer, loss)
+        if value_model is not None and value_opt is not None and targets is not None:  # PPO's value model
+            v_loss = value_loss(value_model, batch, targets)
+            _gradient_step(value_opt, v_loss)
+    with torch.no_grad():
+        entropy = (policy.entropy(batch.cells) * batch.mask).sum() / batch.mask.sum()
+    episodes = step * cfg.episodes_per_step
+    exact = exact_return(maze, policy)
+    history.log(
+        step=step,
+        episodes=episodes,
+        reward=float(batch.returns.mean()),
+        success_rate=float(batch.success.float().mean()),
+        entropy=float(entropy),
+        loss=loss.item(),
+        value_loss=v_loss.item(),
+        clip_frac=metrics["clip_frac_low"] + metrics["clip_frac_high"],
+        exact_return=exact,
+        wall_time=time.perf_counter() - start,
+    )
+    if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps:
+        greedy = greedy_success(maze, policy)
+        history.log_eval(step=step, episodes=episodes, greedy_success=greedy, exact_return=exact)
 
 
 def episodes_to_solve(history: History, min_exact_return: float = 9.9) -> float:

@@ -7,14 +7,16 @@
     ├── metrics.jsonl    one JSON object per step, appended and flushed as training goes
     ├── evals.jsonl      one JSON object per evaluation
     ├── checkpoint/      with save_every (and on Ctrl-C): policy.pt, reference.pt, training.pt (optimizer, LR
-    │                    scheduler, generator states, step), history.json
+    │                    scheduler, generator states, step), history.json; a maze PPO run adds value.pt
     ├── curves.png       at the end
     ├── model/           at the end: a language model's save_pretrained folder (+ tokenizer); for the toy model
-    │                    model.pt (its state dict) and model.json (its constructor arguments)
+    │                    model.pt (its state dict) and model.json (its constructor arguments); for the maze's
+    │                    policy table model.pt (the maze itself is config.json's task)
     └── tensorboard/     with tensorboard=True: every step's metrics (train/NAME) and evaluation (eval/NAME) as
                          TensorBoard scalars, written beside the JSON lines (which stay the source)
 
-``train(config, model, run=RunFolder.create(path, config))`` fills one (``minirl compare`` and ``ladder`` with
+``train(config, model, run=RunFolder.create(path, config))`` fills one (``train_maze(config, run=...)`` for the
+maze) (``minirl compare`` and ``ladder`` with
 ``--out DIR`` fill one per run under DIR); ``RunFolder.resume(path, config)`` continues from its checkpoint,
 and the resumed run's History equals an uninterrupted run's (timings aside); ``load_runs`` and ``runs_figure``
 read kept runs back and draw their curves over seeds (``minirl plot``). Every file is written to a temporary
@@ -44,6 +46,7 @@ from minirl.history import History
 from minirl.utils import atomic_write
 
 if TYPE_CHECKING:
+    from minirl.maze_rl import MazePolicy, MazeTrainConfig
     from minirl.protocols import Policy
     from minirl.train import TrainConfig
 
@@ -64,7 +67,8 @@ __all__ = [
 
 CHECKPOINT = "checkpoint"
 TIMING_METRICS = ("gen_seconds", "update_seconds", "tokens_per_second", "wall_time")
-UNCOMPARED = ("progress", "command")  # config.json entries a resumed run may change
+UNCOMPARED = ("progress", "command", "figure")  # config.json entries a resumed run may change
+MAZE_CLASS = "toy_envs.maze:Maze"  # a maze run's task in config.json
 
 
 class RunError(ValueError):
@@ -123,8 +127,15 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def describe_config(config: TrainConfig) -> dict[str, Any]:
-    """Every knob of ``config``: the TrainConfig fields, the preset's name and the algorithm's fields, the task."""
+def describe_config(config: TrainConfig | MazeTrainConfig) -> dict[str, Any]:
+    """Every knob of ``config``: the TrainConfig fields, the preset's name and the algorithm's fields, the task.
+    A maze run (``MazeTrainConfig``): its fields, its method as the preset, the maze as the task."""
+    from minirl.maze_rl import MazeTrainConfig
+
+    if isinstance(config, MazeTrainConfig):
+        knobs = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+        maze = {"layout": None if config.layout is None else list(config.layout), "max_steps": config.max_steps}
+        return {**_plain(knobs), "preset": config.method, "task": {"class": MAZE_CLASS, "args": maze}}
     knobs = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in ("task", "algo")}
     return {
         **_plain(knobs),
@@ -169,6 +180,8 @@ class TrainState:
     generators: list[torch.Generator]
     ref_policy: Any  # its frozen copy, or None
     history: History
+    value_model: Any = None  # a learned baseline with its own optimizer (the maze's PPO), or None
+    value_optimizer: Any = None
 
 
 class RunHooks:
@@ -207,6 +220,8 @@ class RunFolder(RunHooks):
         self.resuming = False
         self._written = (0, 0)  # records and evaluations already in metrics.jsonl and evals.jsonl
         self._stop = False
+        self.announced_interrupt = False  # after_step printed the one line Ctrl-C gets
+        self._resumed_at = 0
         self._tensorboard = _summary_writer_class() if tensorboard else None
         self._writer: Any = None
 
@@ -214,7 +229,7 @@ class RunFolder(RunHooks):
     def create(
         cls,
         path: str | os.PathLike,
-        config: TrainConfig,
+        config: TrainConfig | MazeTrainConfig,
         *,
         extra: dict[str, Any] | None = None,
         overwrite: bool = False,
@@ -241,7 +256,7 @@ class RunFolder(RunHooks):
     def resume(
         cls,
         path: str | os.PathLike,
-        config: TrainConfig,
+        config: TrainConfig | MazeTrainConfig,
         *,
         extra: dict[str, Any] | None = None,
         save_every: int = 0,
@@ -284,6 +299,7 @@ class RunFolder(RunHooks):
         if not self.resuming:
             return 0
         step = self._restore(state)
+        self._resumed_at = step
         _write_jsonl(self.path / "metrics.jsonl", state.history.records)  # drop what came after the checkpoint
         _write_jsonl(self.path / "evals.jsonl", state.history.evals)
         self._written = (len(state.history.records), len(state.history.evals))
@@ -306,7 +322,9 @@ class RunFolder(RunHooks):
         """The records and evaluations not yet written, as scalars ``train/NAME`` and ``eval/NAME`` at their step."""
         if self._writer is None:
             assert self._tensorboard is not None
-            self._writer = self._tensorboard(log_dir=str(self.path / "tensorboard"))
+            # a resumed run drops the events logged after its checkpoint, so no step appears twice
+            purge = {"purge_step": self._resumed_at + 1} if self.resuming else {}
+            self._writer = self._tensorboard(log_dir=str(self.path / "tensorboard"), **purge)
         for prefix, rows, done in (
             ("train", history.records, self._written[0]),
             ("eval", history.evals, self._written[1]),
@@ -323,13 +341,23 @@ class RunFolder(RunHooks):
         if self._stop or (self.save_every and step % self.save_every == 0):
             self.save_checkpoint(step, state)
         if self._stop:
-            print(
-                f"interrupted: checkpoint at step {step} in {self.path / CHECKPOINT}; "
-                f"continue with: minirl train --resume {self.path}",
-                file=sys.stderr,
-                flush=True,
-            )
+            print(self.interrupted_message(), file=sys.stderr, flush=True)
+            self.announced_interrupt = True
             raise KeyboardInterrupt
+
+    def interrupted_message(self) -> str:
+        """One line after Ctrl-C: where the last checkpoint is and how to continue, or that there is none."""
+        training = self.path / CHECKPOINT / "training.pt"
+        if not training.is_file():
+            return (
+                f"interrupted before the first checkpoint: {self.path} holds no step to resume from; "
+                f"start again with --overwrite (or --save-every N to checkpoint as it goes)"
+            )
+        step = int(_load_torch(training)["step"])
+        return (
+            f"interrupted: checkpoint at step {step} in {self.path / CHECKPOINT}; "
+            f"continue with: minirl train --resume {self.path}"
+        )
 
     def finish(self, model: torch.nn.Module, state: TrainState) -> None:
         self.log(state.history)
@@ -369,10 +397,13 @@ class RunFolder(RunHooks):
             torch.save(state.policy.state_dict(), tmp / "policy.pt")
             if state.ref_policy is not None:
                 torch.save(state.ref_policy.state_dict(), tmp / "reference.pt")
+            if state.value_model is not None:
+                torch.save(state.value_model.state_dict(), tmp / "value.pt")
             training = {
                 "step": step,
                 "optimizer": state.optimizer.state_dict(),
                 "scheduler": state.scheduler.state_dict() if state.scheduler is not None else None,
+                "value_optimizer": None if state.value_optimizer is None else state.value_optimizer.state_dict(),
                 "generators": [g.get_state() for g in state.generators],
                 "global_rng": torch.get_rng_state(),
             }
@@ -388,6 +419,9 @@ class RunFolder(RunHooks):
         if state.ref_policy is not None:
             state.ref_policy.load_state_dict(_load_torch(folder / "reference.pt"))
         state.optimizer.load_state_dict(training["optimizer"])
+        if state.value_model is not None:
+            state.value_model.load_state_dict(_load_torch(folder / "value.pt"))
+            state.value_optimizer.load_state_dict(training["value_optimizer"])
         if state.scheduler is not None:
             state.scheduler.load_state_dict(training["scheduler"])
         for generator, saved in zip(state.generators, training["generators"], strict=True):
@@ -427,19 +461,31 @@ def save_model(folder: Path, model: torch.nn.Module) -> None:
     ``model.json`` (its constructor arguments)."""
     save_pretrained = getattr(model, "save_pretrained", None)
     if save_pretrained is not None:
-        atomic_write(folder / "model", save_pretrained)
+        from transformers.utils import logging as hf_logging
+
+        shown = hf_logging.is_progress_bar_enabled()
+        hf_logging.disable_progress_bar()  # a bar for writing one shard is noise under the run's own output
+        try:
+            atomic_write(folder / "model", save_pretrained)
+        finally:
+            if shown:
+                hf_logging.enable_progress_bar()
         return
+    from minirl.maze_rl import MazePolicy
     from minirl.toy.policy import ToyPolicy
 
+    if isinstance(model, MazePolicy):  # a table over the maze's cells: config.json's task rebuilds its shape
+        _save_torch(model.state_dict(), folder / "model.pt")
+        return
     bare = model.model if isinstance(model, ToyPolicy) else model
     args = {k: getattr(bare, k) for k in ("vocab_size", "embedding_dim", "prompt_length", "response_length")}
     write_json(folder / "model.json", {"class": f"{type(bare).__module__}:{type(bare).__qualname__}", "args": args})
     _save_torch(bare.state_dict(), folder / "model.pt")
 
 
-def load_run_policy(path: str | os.PathLike, device: str | torch.device | None = None) -> Policy:
-    """The trained policy kept in a run folder: a ``CausalLMPolicy`` from ``model/`` or a ``ToyPolicy`` from
-    ``model.pt``."""
+def load_run_policy(path: str | os.PathLike, device: str | torch.device | None = None) -> Policy | MazePolicy:
+    """The trained policy kept in a run folder: a ``CausalLMPolicy`` from ``model/``, a ``ToyPolicy`` from
+    ``model.pt``, or for a maze run its ``MazePolicy``."""
     run = RunFolder(path)
     config = run.config()
     if (run.path / "model").is_dir():
@@ -451,6 +497,12 @@ def load_run_policy(path: str | os.PathLike, device: str | torch.device | None =
             f"run folder {run.path} holds no trained model (no model/ and no model.pt): the run did not finish; "
             f"continue it with: minirl train --resume {run.path}"
         )
+    if config["task"]["class"] == MAZE_CLASS:
+        from minirl.maze_rl import MazePolicy
+
+        table = MazePolicy(build_task(config["task"]))
+        table.load_state_dict(_load_torch(run.path / "model.pt"))
+        return table
     from minirl.toy.policy import ToyPolicy
 
     spec = json.loads((run.path / "model.json").read_text())
@@ -523,7 +575,13 @@ def load_runs(paths: list[str | os.PathLike]) -> tuple[dict[str, list[History]],
 def runs_figure(runs: dict[str, list[History]], config: dict[str, Any]):
     """The figure of ``minirl train`` / ``compare`` (``plotting.training_figure``) of ``runs`` on the task of
     ``config`` (a run folder's config.json): ``runs_figure(*load_runs(paths))`` draws it again from kept runs,
-    without training, one curve over seeds per label. Returns the Figure."""
+    without training, one curve over seeds per label (the runs of ``minirl ladder --out``: the ladder's four
+    panels, ``minirl.compare.plot_ladder``). Returns the Figure."""
+    if config.get("figure") == "ladder":  # minirl ladder --out: its own four panels
+        from minirl.compare import plot_ladder
+
+        return plot_ladder(runs)
     from minirl.plotting import training_figure
 
-    return training_figure(runs, config["task"]["class"].rpartition(":")[2], text="model" in config)
+    task = config["task"]["class"]
+    return training_figure(runs, task.rpartition(":")[2], text="model" in config, maze=task == MAZE_CLASS)

@@ -1,6 +1,7 @@
 """Run folders (minirl.runs): what a kept run holds, resuming bit for bit, Ctrl-C, bad input, using the model."""
 
 import dataclasses
+import io
 import json
 import os
 import signal
@@ -153,7 +154,7 @@ def test_load_policy_names_what_a_folder_lacks(tmp_path):
         load_policy(tmp_path / "toy")
 
 
-def test_cli_train_out_eval_generate_on_the_toy_task(tmp_path, capsys):
+def test_cli_train_out_eval_generate_on_the_toy_task(tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
     flags = ["--steps", "20", "--prompts-per-step", "8", "--group-size", "4", "--eval-prompts", "50", "--no-progress"]
     assert main(["train", *flags, "--out", str(out), "--save-every", "5"]) == 0
@@ -171,6 +172,14 @@ def test_cli_train_out_eval_generate_on_the_toy_task(tmp_path, capsys):
     assert len(capsys.readouterr().out.split()) == 3
     assert main(["generate", str(out), "3 1"]) == 2
     assert "prompt must be 3 numbers" in capsys.readouterr().err
+    assert main(["generate", str(out), "4 0 2"]) == 0
+    one = capsys.readouterr().out.strip()
+    monkeypatch.setattr("sys.stdin", io.StringIO("4 0 2\n3 x\n3 1 2\n\nnever read\n"))  # no prompt: type them
+    assert main(["generate", str(out)]) == 0
+    lines = capsys.readouterr().out.split("\n")
+    assert lines[0] == f"{out}: type a prompt, an empty line (or Ctrl-D) ends"
+    assert lines[1] == "> " + one and lines[2].startswith("> error: prompt must be 3 numbers")
+    assert len(lines[3].split()) == 4 and "never" not in lines[4]  # an empty line ends the loop
 
 
 def test_cli_generate_on_a_tiny_lm_run(tmp_path, capsys):
@@ -352,6 +361,9 @@ def test_cli_compare_and_ladder_out_then_plot(tmp_path, capsys):
         == 0
     )
     assert len(list((tmp_path / "lad").glob("*_seed0/metrics.jsonl"))) == 6
+    fig = runs_figure(*load_runs([tmp_path / "lad"]))  # the ladder's own four panels, as ladder --plot draws
+    assert len(fig.axes) == 4 and "greedy accuracy" in fig.axes[1].get_title()
+    plt.close(fig)
     assert main(["plot", str(tmp_path / "nowhere")]) == 2
     assert "nowhere is neither a run folder nor a folder of run folders" in capsys.readouterr().err
 
@@ -372,8 +384,19 @@ def test_bench_out_keeps_the_record_beside_env_json(tmp_path, monkeypatch, capsy
         "maze >= 99% greedy success",
     }
     assert json.loads((out / "env.json").read_text())["torch"] == torch.__version__
-    assert main(["bench", "--quick", "--out", str(out)]) == 2  # a kept record is never replaced
-    assert "record.json exists" in capsys.readouterr().err
+    # every run it reports is a run folder, named beside its figures
+    small = kept["figures"]["small"]["seeds"]["0"]
+    assert small["run_folder"] == "small_grpo_seed0"
+    last = json.loads((out / "small_grpo_seed0" / "evals.jsonl").read_text().splitlines()[-1])
+    assert last["greedy_exact"] == pytest.approx(small["final"], rel=1e-6)  # a float32 mean, as a Python float
+    assert kept["figures"]["large"]["methods"]["grpo"]["run_folders"] == ["large_grpo_seed0"]
+    maze = kept["figures"]["maze"]["ppo"]["0"]
+    assert maze["run_folder"] == "maze_ppo_seed0" and (out / "maze_ppo_seed0" / "model.pt").is_file()
+    capsys.readouterr()
+    assert main(["eval", str(out / "maze_ppo_seed0")]) == 0
+    assert f"exact expected return {maze['exact_return']:.3f}" in capsys.readouterr().out
+    assert main(["bench", "--quick", "--out", str(out)]) == 2  # a kept benchmark is never replaced
+    assert f"out: {out} exists and is not empty" in capsys.readouterr().err
 
 
 @pytest.mark.slow  # importing tensorboard alone takes seconds
@@ -496,3 +519,145 @@ def test_an_interrupted_ladder_rung_resumes_with_minirl_train(tmp_path, monkeypa
     assert _kept_rows(rung, "metrics.jsonl") == untimed(full.records) and len(full.records) == 6
     assert _kept_rows(rung, "evals.jsonl") == untimed(full.evals)
     assert json.loads((rung / "config.json").read_text())["algo"]["inner_epochs"] == 4
+
+
+# ---- the maze keeps its runs too ------------------------------------------------------------------------------
+
+
+def maze_config(method: str, **changes):
+    from minirl.maze_rl import MazeTrainConfig
+
+    return MazeTrainConfig(**{"method": method, "steps": 12, "episodes_per_step": 8, "eval_every": 4, **changes})
+
+
+@pytest.mark.parametrize("method", ["ppo", "reinforce_baseline"])
+def test_maze_resume_after_interrupt_equals_an_uninterrupted_run(tmp_path, method):
+    from minirl.maze_rl import exact_return, train_maze
+
+    config = maze_config(method, progress=False)
+    full_policy, _, full = train_maze(config)
+    run = StopAt.create(tmp_path / "run", config)
+    run.stop = 5
+    with pytest.raises(KeyboardInterrupt):
+        train_maze(config, run=run)
+    checkpoint = {p.name for p in (tmp_path / "run" / "checkpoint").iterdir()}
+    assert ("value.pt" in checkpoint) == (method == "ppo")  # PPO's value table and its optimizer are kept too
+    policy, _, resumed = train_maze(config, run=RunFolder.resume(tmp_path / "run", config))
+    assert untimed(resumed.records) == untimed(full.records) and len(resumed.records) == 12
+    assert untimed(resumed.evals) == untimed(full.evals)
+    assert torch.equal(policy.logits_table, full_policy.logits_table)
+    kept = load_run_policy(tmp_path / "run")
+    assert torch.equal(kept.logits_table, full_policy.logits_table)
+    assert exact_return(RunFolder(tmp_path / "run").task(), kept) == pytest.approx(full.records[-1]["exact_return"])
+
+
+def test_cli_maze_train_out_eval_compare_resume_and_plot(tmp_path, capsys):
+    out = tmp_path / "maze"
+    assert main(["train", "--task", "maze", "--algo", "ppo", "--steps", "30", "--out", str(out), "--no-progress"]) == 0
+    printed = capsys.readouterr().out
+    assert f"kept in {out}: minirl eval {out}" in printed and "generate" not in printed
+    assert {"config.json", "env.json", "metrics.jsonl", "evals.jsonl", "curves.png", "model.pt"} <= {
+        p.name for p in out.iterdir()
+    }
+    assert main(["eval", str(out)]) == 0
+    shown = capsys.readouterr().out
+    exact = json.loads((out / "evals.jsonl").read_text().splitlines()[-1])["exact_return"]
+    assert f"exact expected return {exact:.3f} of 10" in shown and "greedy success 100%" in shown
+    assert "greedy route (row, col): (0, 0) -> " in shown and shown.rstrip().endswith("(4, 2)")  # S to G
+    for argv, words in (
+        (["generate", str(out), "1 2"], "is a maze run: it answers no prompt"),
+        (["eval", str(out), "--digits", "3"], "--digits applies to a text run"),
+    ):
+        assert main(argv) == 2
+        assert words in capsys.readouterr().err
+    cmp = ["compare", "--task", "maze", "--algos", "reinforce,ppo", "--seeds", "2", "--steps", "8"]
+    cmp += ["--episodes-per-step", "8", "--gamma", "0.9", "--no-progress", "--workers", "1"]
+    assert main([*cmp, "--out", str(tmp_path / "cmp")]) == 0
+    kept = sorted(p.name for p in (tmp_path / "cmp").iterdir())
+    assert kept == ["ppo_seed0", "ppo_seed1", "reinforce_seed0", "reinforce_seed1"]
+    rerun = tmp_path / "cmp" / "reinforce_seed1"
+    before = _kept_rows(rerun, "metrics.jsonl")
+    stored = json.loads((rerun / "config.json").read_text())
+    assert stored["command"][:5] == ["train", "--task", "maze", "--algo", "reinforce"] and stored["gamma"] == 0.9
+    assert main([*stored["command"], "--out", str(tmp_path / "again")]) == 0  # the stored command remakes the run
+    assert _kept_rows(tmp_path / "again", "metrics.jsonl") == before and len(before) == 8
+    capsys.readouterr()
+    assert main(["plot", str(tmp_path / "cmp"), "--out", str(tmp_path / "c.png")]) == 0
+    assert "4 runs: ppo (2 seeds), reinforce (2 seeds)" in capsys.readouterr().out
+
+
+def test_ctrl_c_before_the_first_step_says_nothing_can_be_resumed(tmp_path, monkeypatch, capsys):
+    import minirl.cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    train_module = sys.modules["minirl.train"]  # the package's `minirl.train` attribute is the function
+    monkeypatch.setattr(train_module, "evaluate", interrupted)  # Ctrl-C during the step-0 evaluation
+    out = tmp_path / "run"
+    assert main(["train", "--steps", "3", "--out", str(out), "--no-progress"]) == 130
+    err = capsys.readouterr().err
+    assert f"interrupted before the first checkpoint: {out} holds no step to resume from" in err
+    assert len(err.strip().splitlines()) == 1 and (out / "config.json").is_file()
+    monkeypatch.setattr(minirl.cli, "_kept_run", interrupted)  # Ctrl-C while a model loads or warm-starts
+    assert main(["train", "--steps", "3", "--out", str(tmp_path / "other"), "--no-progress"]) == 130
+    assert capsys.readouterr().err.strip() == "interrupted before training began: nothing was kept"
+
+
+class CrashAfter5(RunFolder):
+    """A run that crashes after logging step 5, its last checkpoint at step 4 (save_every=4)."""
+
+    def after_step(self, step, state):
+        super().after_step(step, state)
+        if step == 5:
+            self._writer.close()
+            raise RuntimeError("crash")
+
+
+@pytest.mark.slow  # importing tensorboard alone takes seconds
+def test_tensorboard_after_resume_holds_each_step_once(tmp_path):
+    pytest.importorskip("tensorboard", reason="the tensorboard package is not installed (pip install -e '.[dev]')")
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    config = toy_config(steps=6, eval_every=2)
+    _, full = train(config)
+    with pytest.raises(RuntimeError, match="crash"):
+        train(config, run=CrashAfter5.create(tmp_path / "run", config, save_every=4, tensorboard=True))
+    train(config, run=RunFolder.resume(tmp_path / "run", config, tensorboard=True))  # from step 4: 5 comes again
+    events = EventAccumulator(str(tmp_path / "run" / "tensorboard"))
+    events.Reload()
+    rewards = events.Scalars("train/reward")
+    assert [e.step for e in rewards] == [1, 2, 3, 4, 5, 6]
+    assert [e.value for e in rewards] == pytest.approx(list(full["reward"]), rel=1e-6)  # stored as float32
+
+
+def test_an_interrupted_text_compare_run_resumes_with_minirl_train(tmp_path, monkeypatch, capsys):
+    import minirl.runs
+
+    class StopAt2(StopAt):
+        stop = 2
+
+    argv = ["compare", "--task", "text_sort", "--model", "tiny", "--algos", "grpo", "--seeds", "1", "--steps", "4"]
+    argv += ["--sft-steps", "5", "--max-new-tokens", "6", "--prompts-per-step", "2", "--group-size", "2"]
+    argv += ["--eval-every", "2", "--eval-prompts", "4", "--set", "kl_coef=0.01", "--no-progress"]
+    assert main([*argv, "--out", str(tmp_path / "full")]) == 0
+    capsys.readouterr()
+    assert main([*argv, "--out", str(tmp_path / "full")]) == 2  # refused before any model loads
+    assert "grpo_seed0 exists: replace it with --overwrite" in capsys.readouterr().err
+    monkeypatch.setattr(minirl.runs, "RunFolder", StopAt2)
+    with pytest.raises(KeyboardInterrupt):
+        main([*argv, "--out", str(tmp_path / "cut")])
+    monkeypatch.undo()
+    cut, full = tmp_path / "cut" / "grpo_seed0", tmp_path / "full" / "grpo_seed0"
+    stored = json.loads((cut / "config.json").read_text())
+    assert stored["command"][:3] == ["train", "--task", "text_sort"] and stored["algo"]["kl_coef"] == 0.01
+    assert stored["model"]["recipe"]["sft_steps"] == 5 and (full / "model" / "config.json").is_file()
+    assert len(_kept_rows(cut, "metrics.jsonl")) == 2 and not (cut / "model").exists()
+    capsys.readouterr()
+    assert main(["train", "--resume", str(cut)]) == 0
+    assert f"resuming the run in {cut}" in capsys.readouterr().out
+    assert (
+        _kept_rows(cut, "metrics.jsonl") == _kept_rows(full, "metrics.jsonl")
+        and len(_kept_rows(cut, "metrics.jsonl")) == 4
+    )
+    assert _kept_rows(cut, "evals.jsonl") == _kept_rows(full, "evals.jsonl")
