@@ -51,6 +51,7 @@ from minirl.lm.policy import CausalLMPolicy
 from minirl.losses import sft_loss
 from minirl.train import TrainConfig
 from minirl.utils import check_positive_ints, torch_threads
+from toy_envs.reasoning import ReasoningTask
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
 __all__ = [
@@ -195,6 +196,11 @@ class LMRecipe:
     def addition_task(self, digits: int = 2) -> TextAdditionTask:
         """Text addition of two ``digits``-digit numbers, with the recipe's prompt and held-out answers."""
         return TextAdditionTask(digits=digits, **self._prompt())
+
+    def reasoning_task(self, family: str = "sum", thinking: bool = True, **knobs: Any) -> ReasoningTask:
+        """Arithmetic with or without a scratchpad (``toy_envs.reasoning``) with the recipe's worked examples and
+        system message; ``knobs``: any other ``ReasoningTask`` field (``n_numbers``, ``digits``, ``reward``)."""
+        return ReasoningTask(family=family, thinking=thinking, few_shot=self.few_shot, system=self.system, **knobs)
 
     def policy(
         self, name_or_path: str | os.PathLike, seed: int = 0, device: str | torch.device | None = None
