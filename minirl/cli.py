@@ -32,6 +32,7 @@ from minirl.history import History
 from minirl.maze_rl import MAZE_ALGORITHMS, MazePolicy, MazeTrainConfig
 from minirl.runs import MAZE_CLASS
 from minirl.train import TrainConfig
+from toy_envs.reasoning import FAMILIES, REASONING_REWARDS
 from toy_envs.sorting import REWARDS, SortingTask
 from toy_envs.variable_sorting import VARIABLE_REWARDS, VariableLengthSortingTask
 
@@ -40,8 +41,8 @@ if TYPE_CHECKING:
 
 __all__ = ["build_parser", "main", "text_recipe", "train_command"]
 
-TASKS = ("sorting", "variable_sorting", "maze", "text_sort", "text_add")
-TEXT_TASK_NAMES = ("text_sort", "text_add")
+TASKS = ("sorting", "variable_sorting", "maze", "text_sort", "text_add", "reasoning")
+TEXT_TASK_NAMES = ("text_sort", "text_add", "reasoning")
 # fields with flags of their own (or none): the task, the algorithm, the seed, the progress bar, the device
 TRAIN_FLAGS_EXCLUDED = {"task", "algo", "seed", "progress", "device"}
 MAZE_FLAGS_EXCLUDED = {"method", "seed", "layout", "progress"}
@@ -240,6 +241,10 @@ def text_recipe(args: argparse.Namespace) -> LMRecipe:
         "kl_coef": _knob_changes(args.set).get("kl_coef"),
     }
     changes = {k: v for k, v in chosen.items() if v is not None}
+    if args.task == "reasoning" and args.thinking and args.max_new_tokens is None:
+        from minirl.lm.recipes import THINKING_TOKENS
+
+        changes["max_new_tokens"] = THINKING_TOKENS  # room for the scratchpad (README, "Reasoning")
     if args.trainable_layers is not None:
         changes["trainable_layers"] = None if args.trainable_layers == "all" else args.trainable_layers
     return recipe_for(args.model, args.device).with_(**changes)
@@ -263,6 +268,9 @@ def _make_text_task(args: argparse.Namespace, recipe: LMRecipe):
     held-out answers."""
     if args.task == "text_sort":
         return recipe.task(n_numbers=args.length, max_value=args.max_value)
+    if args.task == "reasoning":
+        sizes = {"sum": {"n_numbers": args.length}, "add": {"digits": args.digits}}.get(args.family, {})
+        return recipe.reasoning_task(args.family, args.thinking, reward=args.verifier, **sizes)
     return recipe.addition_task(digits=args.digits)
 
 
@@ -1001,7 +1009,22 @@ def build_parser() -> argparse.ArgumentParser:
             "folder or a hub name",
         )
         t.add_argument("--max-value", type=int, default=9, help="text_sort: numbers are 0 .. max-value")
-        t.add_argument("--digits", type=int, default=2, help="text_add: digits per operand")
+        t.add_argument("--digits", type=int, default=2, help="text_add, reasoning --family add: digits per operand")
+        t.add_argument(
+            "--family", choices=FAMILIES, default="sum", help="reasoning: sum (of --length digits), word, add"
+        )
+        t.add_argument(
+            "--thinking",
+            action=argparse.BooleanOptionalAction,
+            default=True,
+            help="reasoning: a <think></think> scratchpad before the answer (default), or the answer only",
+        )
+        t.add_argument(
+            "--verifier",
+            choices=REASONING_REWARDS,
+            default="strict",
+            help="reasoning: the strict verifier, or 'contains' (the right number anywhere: hackable)",
+        )
         t.add_argument("--few-shot", type=int, default=None, help="worked examples in each prompt")
         t.add_argument("--max-new-tokens", type=int, default=None, help="response length budget (tokens)")
         t.add_argument("--sft-steps", type=int, default=None, help="supervised warm-start steps before RL")

@@ -235,3 +235,26 @@ def test_a_flag_of_another_task_is_an_error():
         main(["train", "--ppo-epochs", "2", "--steps", "1", "--no-progress"])
     with pytest.raises(SystemExit, match="--group-size do"):
         main(["train", "--task", "maze", "--algo", "ppo", "--group-size", "2", "--no-progress"])
+
+
+def test_train_a_reasoning_task_with_a_scratchpad_and_evaluate_it(tmp_path, capsys):
+    import json
+
+    from toy_envs.reasoning import REASONING_KINDS
+
+    out = tmp_path / "run"
+    flags = ["--task", "reasoning", "--family", "word", "--model", "tiny", "--steps", "2", "--sft-steps", "2"]
+    flags += ["--prompts-per-step", "2", "--group-size", "2", "--eval-prompts", "4", "--no-progress"]
+    assert main(["train", *flags, "--out", str(out)]) == 0
+    stored = json.loads((out / "config.json").read_text())
+    assert stored["task"]["class"] == "toy_envs.reasoning:ReasoningTask"
+    assert stored["task"]["args"]["family"] == "word" and stored["task"]["args"]["thinking"] is True
+    assert stored["model"]["recipe"]["max_new_tokens"] == 48  # THINKING_TOKENS: room for the scratchpad
+    capsys.readouterr()
+    assert main(["eval", str(out), "--samples-per-prompt", "2"]) == 0
+    printed = capsys.readouterr().out
+    assert "greedy answer kinds: " + "; ".join(f"{k} " for k in REASONING_KINDS[:1]) in printed
+    assert "unclosed scratchpad" in printed
+    assert main(["train", *flags, "--no-thinking", "--verifier", "contains", "--out", str(tmp_path / "b")]) == 0
+    args = json.loads((tmp_path / "b" / "config.json").read_text())["task"]["args"]
+    assert args["thinking"] is False and args["reward"] == "contains"

@@ -19,7 +19,7 @@ import torch
 from tqdm.auto import tqdm
 
 from minirl.lm.models import SMOLLM2_ALIAS
-from minirl.lm.recipes import recipe_for
+from minirl.lm.recipes import THINKING_TOKENS, recipe_for
 from minirl.pass_at_k import pass_at_k
 from minirl.results import Record
 from toy_envs.reasoning import ReasoningTask
@@ -28,7 +28,7 @@ __all__ = ["BASE_SETTINGS", "measure_base", "truncated"]
 
 BASE_SETTINGS: dict[str, Any] = {
     "families": {"sum": {"n_numbers": 3}, "word": {}, "add": {"digits": 2}},
-    "budget": {"answer only": 8, "thinking": 48},  # max_new_tokens: a worked solution of "add" takes ~40
+    "budget": {"answer only": 8, "thinking": THINKING_TOKENS},  # max_new_tokens
     "prompts": 60,
     "samples": 8,
 }

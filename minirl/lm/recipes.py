@@ -335,6 +335,12 @@ def model_kind(name_or_path: str | os.PathLike, device: str | torch.device | Non
     return "pretrained-cuda" if default_device(device).type == "cuda" else "pretrained"
 
 
+THINKING_TOKENS = 48
+"""The response budget of a reasoning run with a scratchpad (``minirl train --task reasoning`` uses it unless
+``--max-new-tokens``): every worked solution of the default families, its end token included, fits in it with
+SmolLM2's tokenizer (tests/test_reasoning.py checks it)."""
+
+
 def recipe_for(name_or_path: str | os.PathLike, device: str | torch.device | None = None) -> LMRecipe:
     """The recipe of a model (``"tiny"``, ``"smollm2-135m"``, a folder, a hub name) on ``device``:
     ``RECIPES[model_kind(name_or_path, device)]``."""

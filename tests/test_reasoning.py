@@ -1,0 +1,160 @@
+"""toy_envs.reasoning: the families, the strict and lenient verifiers, worked solutions, held-out splits."""
+
+import pytest
+import torch
+
+from toy_envs.reasoning import FAMILIES, REASONING_KINDS, THINK_FORMAT, ReasoningTask, split_thinking
+
+SIZES = {"sum": {"n_numbers": 3}, "word": {}, "add": {"digits": 2}}
+
+
+def task(family: str = "sum", thinking: bool = True, **knobs) -> ReasoningTask:
+    return ReasoningTask(family=family, thinking=thinking, **{**SIZES[family], **knobs})
+
+
+def test_questions_and_worked_solutions_read_as_a_learner_expects():
+    assert task("sum").question((5, 9, 8)) == f"What is 5 + 9 + 8?\n{THINK_FORMAT}"
+    assert task("sum").worked_solution((5, 9, 8)) == "<think>5 + 9 = 14. 14 + 8 = 22.</think> 22"
+    assert task("sum", thinking=False).worked_solution((5, 9, 8)) == "22"
+    assert task("sum", thinking=False).question((5, 9, 8)).endswith("Reply with only the number.")
+    word = task("word")
+    assert word.solution((17, 5, 3)) == (19,)
+    assert word.worked_solution((17, 5, 3)) == "<think>17 + 5 = 22. 22 - 3 = 19.</think> 19"
+    story = word.question((17, 5, 3)).split("\n")[0]
+    assert "has 17" in story and "gets 5 more" in story and "gives away 3" in story and story.endswith("now?")
+    add = task("add", digits=3)
+    assert add.worked_solution((786, 897)) == (
+        "<think>6 + 7 = 13. 80 + 90 = 170. 13 + 170 = 183. 700 + 800 = 1500. 183 + 1500 = 1683.</think> 1683"
+    )
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+@pytest.mark.parametrize("thinking", [True, False])
+def test_every_worked_solution_is_well_formed_right_and_scores_the_maximum(family, thinking):
+    t = task(family, thinking)
+    prompts = t.sample_prompts(64, torch.Generator().manual_seed(1)) + t.eval_prompts(64)
+    replies = [[p.target] for p in prompts]
+    assert t.is_correct(prompts, replies).all() and t.format_ok(prompts, replies).all()
+    assert torch.equal(t.rewards(prompts, replies), torch.full((128, 1), t.max_reward))
+    for p in prompts:  # the scratchpad's last line is the answer: what it teaches is consistent
+        if thinking:
+            pad, answer = split_thinking(p.target)
+            assert pad.rstrip(".").rsplit("= ", 1)[1] == answer == str(t.solution(p.numbers)[0])
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_held_out_problems_never_occur_in_training(family):
+    t = task(family)
+    held = set(t.heldout_problems)
+    assert len(held) == 200 == t.n_heldout
+    drawn = {p.numbers for p in t.sample_prompts(4000, torch.Generator().manual_seed(0))}
+    assert not held & drawn
+    shots = (
+        {
+            tuple(int(x) for x in m["content"].split("?")[0].replace("What is", "").split("+"))
+            for m in t.few_shot_messages
+            if m["role"] == "user"
+        }
+        if family != "word"
+        else set()
+    )
+    assert not held & shots
+    assert len(drawn) > 0.5 * min(4000, t.n_train_problems)  # training draws spread over the problem space
+
+
+def test_the_same_seed_gives_the_same_split_and_another_seed_another():
+    assert task("word").heldout_problems == task("word").heldout_problems
+    assert task("word").heldout_problems != task("word", seed=1).heldout_problems
+
+
+@pytest.mark.parametrize(
+    ("reply", "parsed"),
+    [
+        ("<think>5 + 9 = 14. 14 + 8 = 22.</think> 22", (22,)),
+        ("  <think>\nsteps\n</think>\n22\n", (22,)),
+        ("<think></think>22", (22,)),
+        ("22", None),  # thinking asks for the scratchpad first
+        ("<think>5 + 9 = 14.", None),  # cut by the budget: never closed
+        ("<think>a</think> 22.", None),
+        ("<think>a</think> 22 apples", None),
+        ("<think>a</think> The answer is 22", None),
+        ("<think>a</think> 22 <think>b</think> 22", None),  # repeated blocks collect nothing
+        ("<think>a<think>b</think> 22", None),
+        ("<think>a</think> -22", None),
+        ("", None),
+    ],
+)
+def test_the_strict_verifier_reads_the_answer_after_exactly_one_scratchpad(reply, parsed):
+    assert task("sum").parse_answer(reply) == parsed
+
+
+@pytest.mark.parametrize(
+    ("reply", "parsed"), [("22", (22,)), (" 22\n", (22,)), ("22.", None), ("<think>a</think> 22", None)]
+)
+def test_answer_only_accepts_one_number_and_nothing_else(reply, parsed):
+    assert task("sum", thinking=False).parse_answer(reply) == parsed
+
+
+def test_the_lenient_verifier_is_gamed_by_listing_numbers_and_the_truth_is_not():
+    strict, lenient = task("sum"), task("sum", reward="contains")
+    prompt = strict.prompt((5, 9, 8))
+    replies = [["<think>x</think> 22", "20 21 22 23 24", "122", "the sum is 22, or 23", "<think>5 + 9 = 14.", ""]]
+    assert lenient.rewards([prompt], replies).tolist() == [[1.0, 1.0, 0.0, 1.0, 0.0, 0.0]]
+    assert strict.rewards([prompt], replies)[0].tolist() == pytest.approx([1.2, 0, 0, 0, 0, 0])  # float32 1.2
+    # whatever the reward, is_correct is strict: evaluations measure the truth
+    assert lenient.is_correct([prompt], replies).tolist() == [[True, False, False, False, False, False]]
+    assert lenient.max_reward == 1.0 and strict.max_reward == pytest.approx(1.2)
+
+
+def test_answer_kinds_name_the_failure():
+    t = task("sum")
+    prompt = t.prompt((5, 9, 8))
+    replies = ["<think>x</think> 22", "<think>x</think> 21", "<think>5 + 9 = 14. 14", "The answer is 22", "22"]
+    assert [t.answer_kind(prompt, r) for r in replies] == [
+        "correct",
+        "right form, wrong answer",
+        "unclosed scratchpad",
+        "extra words",
+        "other",
+    ]
+    kinds = t.answer_kinds([prompt], [replies])
+    assert list(kinds) == list(REASONING_KINDS) and kinds["correct"] == pytest.approx(0.2)
+
+
+def test_a_worked_example_in_the_prompt_shows_the_asked_form():
+    t = task("add", few_shot=1, system="Be brief.")
+    roles = [m["role"] for m in t.few_shot_messages]
+    assert roles == ["system", "user", "assistant"]
+    assert split_thinking(t.few_shot_messages[-1]["content"]) is not None
+
+
+@pytest.mark.parametrize(
+    ("knobs", "words"),
+    [
+        ({"family": "mul"}, "family must be one of ('sum', 'word', 'add'); got 'mul'"),
+        ({"reward": "lenient"}, "reward must be one of ('strict', 'contains')"),
+        ({"n_numbers": 9}, "n_numbers"),
+        ({"digits": 0}, "digits"),
+        ({"n_heldout": 10_000}, "n_heldout must leave training problems"),
+    ],
+)
+def test_bad_knobs_are_named(knobs, words):
+    with pytest.raises(ValueError, match=words.replace("(", r"\(").replace(")", r"\)")):
+        ReasoningTask(**knobs)
+    with pytest.raises(TypeError, match="thinking must be a bool"):
+        ReasoningTask(thinking="yes")
+
+
+@pytest.mark.smollm2
+def test_every_worked_solution_fits_the_thinking_budget_with_smollm2s_tokenizer(tmp_path):
+    from transformers import AutoTokenizer
+
+    from minirl.lm import smollm2_folder
+    from minirl.lm.recipes import THINKING_TOKENS
+
+    tokenizer = AutoTokenizer.from_pretrained(str(smollm2_folder(tmp_path)))
+    for family, knobs in (("sum", {"n_numbers": 3}), ("word", {}), ("add", {"digits": 2})):
+        t = ReasoningTask(family=family, **knobs)
+        prompts = t.sample_prompts(500, torch.Generator().manual_seed(0)) + t.eval_prompts()
+        longest = max(len(tokenizer(p.target)["input_ids"]) + 1 for p in prompts)  # + the end-of-sequence token
+        assert longest <= THINKING_TOKENS, family
