@@ -4,6 +4,7 @@
 - ``toy_envs.sorting``: the number-sorting task (a contextual bandit whose actions are sequences).
 - ``toy_envs.variable_sorting``: the same with prompts of varying length and an end-of-sequence token.
 - ``toy_envs.text_tasks``: sorting and addition as chats and text answers, for a real language model.
+- ``toy_envs.reasoning``: arithmetic answered with or without a ``<think>`` scratchpad, with worked solutions.
 """
 
 from toy_envs.maze import (
@@ -15,6 +16,7 @@ from toy_envs.maze import (
     monte_carlo_returns,
     uniform_policy,
 )
+from toy_envs.reasoning import ReasoningTask
 from toy_envs.sorting import (
     REWARDS,
     SortingTask,
@@ -31,6 +33,7 @@ __all__ = [
     "DEFAULT_LAYOUT",
     "Maze",
     "REWARDS",
+    "ReasoningTask",
     "SortingTask",
     "TEXT_TASKS",
     "TextAdditionTask",
