@@ -128,6 +128,8 @@ class ReasoningTask(_TextTask):
     system: str | None = None
     n_unseen_answers: int = 0
 
+    KINDS = REASONING_KINDS  # what answer_kind returns (a class attribute, not a field)
+
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
             raise ValueError(f"family must be one of {FAMILIES}; got {self.family!r}")
@@ -269,10 +271,3 @@ class ReasoningTask(_TextTask):
         if self.thinking and "<think>" in text and "</think>" not in text:
             return "unclosed scratchpad"
         return "extra words" if any(ch.isalpha() for ch in text) else "other"
-
-    def answer_kinds(self, prompts: Sequence[TextPrompt], answers: Sequence[Sequence[str]]) -> dict[str, float]:
-        """``{kind: fraction of all replies}`` for every kind of ``REASONING_KINDS``, in that order."""
-        _check_prompts(prompts)
-        _check_answers(answers, len(prompts))
-        kinds = [self.answer_kind(p, a) for p, group in zip(prompts, answers) for a in group]
-        return {k: kinds.count(k) / max(len(kinds), 1) for k in REASONING_KINDS}

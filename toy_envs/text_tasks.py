@@ -201,6 +201,8 @@ class _TextTask:
     system: str | None
     n_unseen_answers: int
 
+    KINDS: tuple[str, ...] = ANSWER_KINDS  # what ``answer_kind`` can return, in ``answer_kinds``'s order
+
     # set once by ``_setup`` (with ``object.__setattr__``: the subclasses are frozen)
     _heldout: torch.Tensor  # LongTensor[n_heldout]: the held-out problems, in eval order
     _unseen: torch.Tensor  # LongTensor[m]: the problems with a held-out answer, in eval order
@@ -428,12 +430,12 @@ class _TextTask:
         return "extra words" if any(ch.isalpha() for ch in str(answer)) else "other"
 
     def answer_kinds(self, prompts: Sequence[TextPrompt], answers: Sequence[Sequence[str]]) -> dict[str, float]:
-        """``{kind: fraction of all answers}`` for every kind of ``ANSWER_KINDS`` (in that order; 0.0 for a
-        kind no answer is): every completion of every prompt counts once."""
+        """``{kind: fraction of all answers}`` for every kind of ``KINDS`` (``ANSWER_KINDS`` here; in that order,
+        0.0 for a kind no answer is): every completion of every prompt counts once."""
         _check_prompts(prompts)
         _check_answers(answers, len(prompts))
         kinds = [self.answer_kind(p, a) for p, group in zip(prompts, answers) for a in group]
-        return {k: kinds.count(k) / max(len(kinds), 1) for k in ANSWER_KINDS}
+        return {k: kinds.count(k) / max(len(kinds), 1) for k in self.KINDS}
 
     def format(self, prompt: TextPrompt, answer: str | None = None) -> str:
         """One line, e.g. ``"Sort in increasing order: 5, 2, 8 -> '2, 5, 8'  (reward 1.2, correct ✓)"``."""

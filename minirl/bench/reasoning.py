@@ -87,7 +87,7 @@ def _print(result: dict[str, Any]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Measure a base model on the reasoning tasks (toy_envs.reasoning).")
     parser.add_argument("--model", default=SMOLLM2_ALIAS)
     parser.add_argument("--prompts", type=int, default=BASE_SETTINGS["prompts"])
     parser.add_argument("--samples", type=int, default=BASE_SETTINGS["samples"])
