@@ -221,7 +221,7 @@ class RunFolder(RunHooks):
         self._written = (0, 0)  # records and evaluations already in metrics.jsonl and evals.jsonl
         self._stop = False
         self.announced_interrupt = False  # after_step printed the one line Ctrl-C gets
-        self._resumed_at = 0
+        self.checkpoint_step: int | None = None  # the step of the checkpoint on disk (restored or written here)
         self._tensorboard = _summary_writer_class() if tensorboard else None
         self._writer: Any = None
 
@@ -299,7 +299,7 @@ class RunFolder(RunHooks):
         if not self.resuming:
             return 0
         step = self._restore(state)
-        self._resumed_at = step
+        self.checkpoint_step = step
         _write_jsonl(self.path / "metrics.jsonl", state.history.records)  # drop what came after the checkpoint
         _write_jsonl(self.path / "evals.jsonl", state.history.evals)
         self._written = (len(state.history.records), len(state.history.evals))
@@ -323,7 +323,8 @@ class RunFolder(RunHooks):
         if self._writer is None:
             assert self._tensorboard is not None
             # a resumed run drops the events logged after its checkpoint, so no step appears twice
-            purge = {"purge_step": self._resumed_at + 1} if self.resuming else {}
+            resumed_at = self.checkpoint_step if self.resuming else None
+            purge = {"purge_step": resumed_at + 1} if resumed_at is not None else {}
             self._writer = self._tensorboard(log_dir=str(self.path / "tensorboard"), **purge)
         for prefix, rows, done in (
             ("train", history.records, self._written[0]),
@@ -347,15 +348,13 @@ class RunFolder(RunHooks):
 
     def interrupted_message(self) -> str:
         """One line after Ctrl-C: where the last checkpoint is and how to continue, or that there is none."""
-        training = self.path / CHECKPOINT / "training.pt"
-        if not training.is_file():
+        if self.checkpoint_step is None:
             return (
                 f"interrupted before the first checkpoint: {self.path} holds no step to resume from; "
                 f"start again with --overwrite (or --save-every N to checkpoint as it goes)"
             )
-        step = int(_load_torch(training)["step"])
         return (
-            f"interrupted: checkpoint at step {step} in {self.path / CHECKPOINT}; "
+            f"interrupted: checkpoint at step {self.checkpoint_step} in {self.path / CHECKPOINT}; "
             f"continue with: minirl train --resume {self.path}"
         )
 
@@ -411,6 +410,7 @@ class RunFolder(RunHooks):
             state.history.to_json(tmp / "history.json")
 
         atomic_write(self.path / CHECKPOINT, write)
+        self.checkpoint_step = step
 
     def _restore(self, state: TrainState) -> int:
         folder = self.path / CHECKPOINT
