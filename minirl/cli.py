@@ -669,22 +669,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
 def _eval_maze(args: argparse.Namespace, maze, policy: MazePolicy) -> int:
     """A maze run: the exact expected return (dynamic programming), the greedy route and whether it arrives."""
-    from minirl.maze_rl import exact_return, greedy_success
+    from minirl.maze_rl import exact_return, greedy_route
 
     text_flags = [f for f in ("task", "n_numbers", "max_value", "digits") if getattr(args, f) is not None]
     if text_flags:
         raise ValueError(f"--{text_flags[0].replace('_', '-')} applies to a text run; {args.run} is a maze run")
-    cell, route = maze.start, [maze.start]
-    with torch.no_grad():
-        for _ in range(maze.max_steps):
-            cell = maze.next_cell(cell, int(policy(torch.tensor(cell)).argmax()))
-            route.append(cell)
-            if cell == maze.goal:
-                break
+    route = greedy_route(maze, policy)
     moves = " -> ".join(str(maze.cell_to_rc(c)) for c in route)
     print(
         f"{args.run}: exact expected return {exact_return(maze, policy):.3f} of {maze.goal_reward:g} "
-        f"(dynamic programming, T = 1), greedy success {greedy_success(maze, policy):.0%}"
+        f"(dynamic programming, T = 1), greedy success {float(route[-1] == maze.goal):.0%}"
     )
     print(f"  greedy route (row, col): {moves}")
     return 0

@@ -79,6 +79,7 @@ __all__ = [
     "ValueModel",
     "episodes_to_solve",
     "exact_return",
+    "greedy_route",
     "greedy_success",
     "leave_one_out_baseline",
     "maze_advantages",
@@ -249,15 +250,23 @@ def exact_return(maze: Maze, policy: MazePolicy) -> float:
 
 
 @torch.no_grad()
-def greedy_success(maze: Maze, policy: MazePolicy) -> float:
-    """Play the argmax policy once in a fresh copy of the real ``Maze`` env: 1.0 if it reaches G, else 0.0."""
+def greedy_route(maze: Maze, policy: MazePolicy) -> list[int]:
+    """Play the argmax policy once in a fresh copy of the real ``Maze`` env: the cells it visits, from S until
+    it reaches G or the step budget runs out."""
     env = Maze(list(maze.layout), max_steps=maze.max_steps, goal_reward=maze.goal_reward)
     cell, _ = env.reset()
+    route = [cell]
     while True:
         action = int(policy(torch.tensor(cell)).argmax())
         cell, _, terminated, truncated, _ = env.step(action)
+        route.append(cell)
         if terminated or truncated:
-            return 1.0 if terminated else 0.0
+            return route
+
+
+def greedy_success(maze: Maze, policy: MazePolicy) -> float:
+    """1.0 if the argmax policy's route (``greedy_route``) reaches G, else 0.0."""
+    return 1.0 if greedy_route(maze, policy)[-1] == maze.goal else 0.0
 
 
 # ----------------------------------------------------------------------------------------------
