@@ -321,10 +321,10 @@ def _text_run_folders(args: argparse.Namespace, algos: list[str], seeds: list[in
     when one exists (without ``--overwrite``)."""
     if getattr(args, "out", None) is None:
         return {}
+    from minirl.compare import refuse_taken
+
     folders = {(a, s): Path(args.out) / f"{a}_seed{s}" for a in algos for s in seeds}
-    taken = [p for p in folders.values() if p.is_dir() and any(p.iterdir())]
-    if taken and not args.overwrite:
-        raise ValueError(f"out: run folder {taken[0]} exists: replace it with --overwrite, or choose another --out")
+    refuse_taken(folders.values(), args.overwrite)
     return folders
 
 

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
 from multiprocessing import get_context
 
@@ -40,6 +40,7 @@ __all__ = [
     "ladder_figures",
     "ladder_summary",
     "plot_ladder",
+    "refuse_taken",
     "run_all",
     "run_folders",
     "run_one_config",
@@ -73,6 +74,16 @@ def _one_thread_run(config, folder: str | None = None, save_every: int = 0) -> H
     return run_one_config(config, folder, save_every)
 
 
+def refuse_taken(paths: Iterable[str | os.PathLike], overwrite: bool) -> None:
+    """``--out``: a run folder that exists and is not empty is refused (before anything trains), unless
+    ``overwrite``."""
+    from minirl.runs import RunError
+
+    taken = [p for p in paths if os.path.isdir(p) and os.listdir(p)]
+    if taken and not overwrite:
+        raise RunError(f"out: run folder {taken[0]} exists: replace it with --overwrite, or choose another --out")
+
+
 def run_folders(
     configs: Mapping[str, Sequence],
     out: str | os.PathLike,
@@ -93,9 +104,7 @@ def run_folders(
             if path in folders.values():
                 raise RunError(f"out: two runs would share the run folder {path}: give each seed once per label")
             folders[label, i] = path
-    taken = [p for p in folders.values() if os.path.isdir(p) and os.listdir(p)]
-    if taken and not overwrite:
-        raise RunError(f"out: run folder {taken[0]} exists: replace it with --overwrite, or choose another --out")
+    refuse_taken(folders.values(), overwrite)
     for (label, i), path in folders.items():
         RunFolder.create(path, configs[label][i], overwrite=overwrite, extra=(extras or {}).get((label, i)))
     return folders
