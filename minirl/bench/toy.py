@@ -51,22 +51,27 @@ def _table(header: list[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join(lines + [fmt.format(*map(str, r)) for r in rows])
 
 
-def _folder(out: str | None, part: str, seed: int) -> dict[str, str]:
-    """``{"run_folder": NAME}`` of a kept run (``--out``), or nothing."""
-    return {"run_folder": f"{part}_seed{seed}"} if out is not None else {}
+def _run_name(part: str, seed: int) -> str:
+    """A kept run's folder under ``--out``: ``PART_seedN``."""
+    return f"{part}_seed{seed}"
+
+
+def _folder(out: str | None, name: str) -> dict[str, str]:
+    """``{"run_folder": name}`` for a run kept under ``out`` (``--out``), or nothing."""
+    return {"run_folder": name} if out is not None else {}
 
 
 def bench_small(seeds: int, budget: float, out: str | None = None) -> tuple[bool, dict]:
     rows, ok, figures = [], True, {}
     for seed in range(seeds):  # the default TrainConfig (2000 steps, cosine), cut at `budget` seconds
         config = TrainConfig(task=SMALL, algo="grpo", seed=seed, max_seconds=budget, eval_every=25, progress=False)
-        _, h = train(config, run=keep_run(out, f"small_grpo_seed{seed}", config))
+        name = _run_name("small_grpo", seed)
+        _, h = train(config, run=keep_run(out, name, config))
         reached = _first_reaching(h, "greedy_exact", 0.99)
         final = h.evals[-1]["greedy_exact"]
         ok &= reached is not None and reached < 15.0
         rows.append([seed, len(h), f"{final:.1%}", "never" if reached is None else f"{reached:.1f} s"])
-        kept = _folder(out, "small_grpo", seed)
-        figures[str(seed)] = {"steps": len(h), "final": final, "seconds_to_99": reached, **kept}
+        figures[str(seed)] = {"steps": len(h), "final": final, "seconds_to_99": reached, **_folder(out, name)}
     print(
         f"\n1. Sorting 3 numbers from 5 values, GRPO, {budget:.0f} s budget per seed "
         f"(target: >= 99% greedy exact in < 15 s)"
@@ -82,7 +87,8 @@ def bench_large(seeds: int, budget: float, algos: list[str], out: str | None = N
             config = TrainConfig(
                 task=LARGE, algo=algo, seed=seed, steps=LARGE_STEPS, max_seconds=budget, eval_every=100, progress=False
             )
-            results.setdefault(algo, []).append(train(config, run=keep_run(out, f"large_{algo}_seed{seed}", config))[1])
+            run = keep_run(out, _run_name(f"large_{algo}", seed), config)
+            results.setdefault(algo, []).append(train(config, run=run)[1])
     mean_exact = {a: float(np.mean([h.evals[-1]["greedy_exact"] for h in hs])) for a, hs in results.items()}
     best = max(mean_exact, key=mean_exact.__getitem__)
     # the ceiling: as many optimiser updates as the best RL run made (steps x inner epochs), each
@@ -109,7 +115,7 @@ def bench_large(seeds: int, budget: float, algos: list[str], out: str | None = N
             "mean": mean_exact[algo],
             "per_seed": [h.evals[-1]["greedy_exact"] for h in hs],
             "steps": [len(h) for h in hs],
-            **({"run_folders": [f"large_{algo}_seed{h.seed}" for h in hs]} if out is not None else {}),
+            **({"run_folders": [_run_name(f"large_{algo}", h.seed) for h in hs]} if out is not None else {}),
         }
     print(
         f"\n2. Sorting 5 numbers from 10 values, {budget:.0f} s per run, mean of {seeds} seeds "
@@ -127,7 +133,8 @@ def bench_maze(seeds: int, out: str | None = None) -> tuple[bool, dict]:
         for seed in range(seeds):
             start = time.perf_counter()
             config = MazeTrainConfig(method=method, seed=seed, progress=False)
-            _, _, h = train_maze(config, run=keep_run(out, f"maze_{method}_seed{seed}", config))
+            name = _run_name(f"maze_{method}", seed)
+            _, _, h = train_maze(config, run=keep_run(out, name, config))
             greedy = next((e for e in h.evals if e["greedy_success"] >= 1.0), None)
             solved = episodes_to_solve(h)  # greedy success and exact expected return >= 9.9
             final = h.evals[-1]["greedy_success"]
@@ -152,7 +159,7 @@ def bench_maze(seeds: int, out: str | None = None) -> tuple[bool, dict]:
                 "eval_every_episodes": int(h.evals[1]["episodes"] - h.evals[0]["episodes"])
                 if len(h.evals) > 1
                 else None,
-                **_folder(out, f"maze_{method}", seed),
+                **_folder(out, name),
             }
     print(
         "\n3. Maze (reward 10 at the goal, 6 moves): greedy success and episodes needed "
