@@ -17,13 +17,15 @@ class History:
 
     ``history["reward"]`` is a numpy array over steps; ``history.steps`` the step numbers.
     Evaluation records (taken every few steps) live in ``history.evals`` and are read the
-    same way with ``history.eval_metric("greedy_exact")``.
+    same way with ``history.eval_metric("greedy_exact")``. ``notes``: lines the run said about itself (a
+    ``minirl.diagnostics.cannot_learn`` verdict).
     """
 
     label: str = ""
     seed: int = 0
     records: list[dict[str, float]] = field(default_factory=list)
     evals: list[dict[str, float]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
     def log(self, **metrics: float) -> None:
         self.records.append({k: float(v) for k, v in metrics.items()})
@@ -62,7 +64,15 @@ class History:
 
     def to_json(self, path: str | Path) -> None:
         Path(path).write_text(
-            json.dumps({"label": self.label, "seed": self.seed, "records": self.records, "evals": self.evals})
+            json.dumps(
+                {
+                    "label": self.label,
+                    "seed": self.seed,
+                    "records": self.records,
+                    "evals": self.evals,
+                    "notes": self.notes,
+                }
+            )
         )
 
     @classmethod

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from minirl.protocols import Policy, Task
-from minirl.train import device_generator
+from minirl.utils import device_generator
 
 __all__ = ["pass_at_k", "sampled_pass_at_k"]
 

@@ -76,12 +76,16 @@ class Rollout:
             each response (a list per prompt of ``trial`` strings) for a text task.
         max_length: the response length budget (the constant of the ``"constant"`` aggregation, Dr GRPO):
             the toy's number of response positions, an LM's ``max_new_tokens``.
+        truncated: ``[batch, trial]`` bool, True for a response that the budget cut before it wrote its
+            end-of-sequence token (a language model's); ``None`` when responses have no end of their own
+            (the toy policies fill every position).
     """
 
     tokens: torch.Tensor
     mask: torch.Tensor | None
     answers: Any
     max_length: int
+    truncated: torch.Tensor | None = None
 
     def __post_init__(self) -> None:
         if self.tokens.dim() != 3:
@@ -89,6 +93,11 @@ class Rollout:
         if self.mask is not None and self.mask.shape != self.tokens.shape:
             raise ValueError(
                 f"Rollout.mask must have the shape of tokens {list(self.tokens.shape)}; got {list(self.mask.shape)}"
+            )
+        if self.truncated is not None and self.truncated.shape != self.tokens.shape[:2]:
+            raise ValueError(
+                f"Rollout.truncated must have shape [batch, trial] = {list(self.tokens.shape[:2])}; "
+                f"got {list(self.truncated.shape)}"
             )
 
     @property
@@ -112,6 +121,7 @@ class Rollout:
             None if self.mask is None else self.mask[rows],
             select_prompts(self.answers, rows),
             self.max_length,
+            None if self.truncated is None else self.truncated[rows],
         )
 
 

@@ -36,8 +36,10 @@ from tqdm.auto import tqdm
 
 from minirl.advantages import compute_deltas, zero_variance_fraction
 from minirl.algorithms import AlgoConfig, AlgoField
+from minirl.diagnostics import cannot_learn, length_by_correctness
 from minirl.history import History
 from minirl.losses import aggregate, kl_estimate, policy_loss
+from minirl.pass_at_k import sampled_pass_at_k
 from minirl.protocols import (
     FormatTask,
     HeldOutTask,
@@ -54,7 +56,7 @@ from minirl.protocols import (
 from minirl.runs import RunHooks, TrainState
 from minirl.toy.model import TinyEncoderDecoder, make_model
 from minirl.toy.policy import as_policy
-from minirl.utils import check_positive_ints, torch_threads
+from minirl.utils import check_nonnegative_ints, check_positive_ints, device_generator, torch_threads
 from toy_envs.sorting import SortingTask
 
 __all__ = [
@@ -101,6 +103,10 @@ class TrainConfig:
             from 0..4, so those were mostly seen in training: they measure the policy, not generalisation).
         eval_sampled: also evaluate one sampled response per prompt (cheap for the toy; an LM run
             usually turns it off).
+        pass_k: every evaluation also samples this many responses (T = 1) to each of the first
+            ``pass_k_prompts`` evaluation prompts and logs ``pass@1`` and ``pass@{pass_k}`` (the unbiased
+            estimator, ``minirl.pass_at_k``): what the policy can reach, beside what it does greedily. 0 = off.
+        pass_k_prompts: how many evaluation prompts pass@k samples (its cost: ``pass_k`` × this many responses).
         micro_batch_size: prompts per forward/backward pass (gradient accumulation over the batch);
             None = the whole batch at once. The gradient is the same either way.
         threads: torch CPU threads while training (1 for the toy models; None leaves torch's setting,
@@ -111,6 +117,9 @@ class TrainConfig:
             inner epochs moved the policy from π_old. None: the policy's ``cheap_reference`` (on for the toy
             models, off for a language model: a model copy and a forward pass per step). Off, a run with
             β = 0 logs no ``kl`` at all rather than a flat 0.
+        stall_window: every this many steps, check whether those steps could teach the policy anything
+            (``minirl.diagnostics.cannot_learn``: every response truncated, every reward 0, every group's
+            rewards equal) and print the verdict once (``History.notes``). 0 = never.
         progress: show a tqdm progress bar.
     """
 
@@ -130,10 +139,13 @@ class TrainConfig:
     eval_every: int = 50
     eval_prompts: int = 1000
     eval_sampled: bool = True
+    pass_k: int = 0
+    pass_k_prompts: int = 50
     micro_batch_size: int | None = None
     threads: int | None = 1
     max_seconds: float | None = None
     measure_kl: bool | None = None
+    stall_window: int = 5
     progress: bool = True
 
     def __post_init__(self) -> None:
@@ -143,7 +155,9 @@ class TrainConfig:
             group_size=self.group_size,
             embedding_dim=self.embedding_dim,
             eval_prompts=self.eval_prompts,
+            pass_k_prompts=self.pass_k_prompts,
         )
+        check_nonnegative_ints(pass_k=self.pass_k, stall_window=self.stall_window)
         if self.micro_batch_size is not None:
             check_positive_ints(micro_batch_size=self.micro_batch_size)
         if self.threads is not None:
@@ -178,7 +192,9 @@ def _with_mask(task: Task, rollout: Rollout) -> Rollout:
     """The rollout with its mask: the policy's own (an LM's first EOS) or else the task's (toy EOS tokens)."""
     if rollout.mask is not None:
         return rollout
-    return Rollout(rollout.tokens, response_mask(task, rollout.tokens), rollout.answers, rollout.max_length)
+    return Rollout(
+        rollout.tokens, response_mask(task, rollout.tokens), rollout.answers, rollout.max_length, rollout.truncated
+    )
 
 
 def _advantages(task: Task, algo: AlgoConfig, prompts, answers, rewards: torch.Tensor) -> torch.Tensor:
@@ -205,6 +221,8 @@ def evaluate(
     generator: torch.Generator | None = None,
     *,
     sampled: bool = True,
+    pass_k: int = 0,
+    pass_k_prompts: int = 50,
 ) -> dict[str, float]:
     """Greedy (and sampled, T = 1) quality on evaluation prompts: the task's held-out ``eval_prompts`` when it
     has them, else fresh ``sample_prompts`` (which a small toy task has also drawn in training).
@@ -216,7 +234,10 @@ def evaluate(
     fraction of the answer's positions right, Σ_t r_t(x, y) / Σ_t r_t(x, sort(x)), averaged over prompts.
     When the task holds out whole answers (a text task's ``n_unseen_answers``), also ``unseen_greedy_exact``
     and ``unseen_greedy_format``: greedy accuracy on (at most ``n_prompts`` of) the problems whose answer
-    never occurs in training.
+    never occurs in training. When the policy's responses end on their own (a language model's),
+    ``greedy_truncated``: the fraction of greedy responses cut by the token budget. With ``pass_k`` > 0,
+    ``pass@1`` and ``pass@{pass_k}`` from ``pass_k`` samples (T = 1) to each of the first ``pass_k_prompts``
+    evaluation prompts (``sampled_pass_at_k``).
     ``model`` is a policy or a bare toy model (the policy moves the prompts to its own device).
     """
     policy = as_policy(model)
@@ -243,20 +264,18 @@ def evaluate(
             out[f"{kind}_position_acc"] = float((right / best).mean())
         if isinstance(task, FormatTask):
             out[f"{kind}_format"] = float(task.format_ok(prompts, answers).float().mean())
+        if kind == "greedy" and rollout.truncated is not None:
+            out["greedy_truncated"] = float(rollout.truncated.float().mean())
+    if pass_k:
+        ks = [1, pass_k] if pass_k > 1 else [1]
+        first = select_prompts(prompts, slice(pass_k_prompts))
+        out.update(sampled_pass_at_k(policy, task, first, pass_k, ks, generator))
     if isinstance(task, UnseenAnswersTask) and (n_unseen := min(task.n_unseen_problems, n_prompts)):
         unseen = task.unseen_answer_prompts(n_unseen)
         answers = policy.greedy(unseen).answers
         out["unseen_greedy_exact"] = float(task.is_correct(unseen, answers).float().mean())
         out["unseen_greedy_format"] = float(task.format_ok(unseen, answers).float().mean())
     return out
-
-
-def device_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
-    """``generator`` itself on the CPU; on another device a generator there, seeded by one draw from it."""
-    if torch.device(device).type == "cpu":
-        return generator
-    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-    return torch.Generator(device=device).manual_seed(seed)
 
 
 def _lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, steps: int):
@@ -439,10 +458,8 @@ def step_metrics(
     ``rewards``: ``[batch, trial]``. ``kl``: log the KL to π_ref (``policy_loss`` reports 0 when there is no
     π_ref: log it only when there is one); ``kl_old``: log the KL to π_old (``policy_update``'s ``kl_old``).
     """
-    metrics = {
-        "reward": float(rewards.mean()),
-        "exact_match": float(task.is_correct(prompts, rollout.answers).float().mean()),
-    }
+    correct = task.is_correct(prompts, rollout.answers)  # [batch, trial]
+    metrics = {"reward": float(rewards.mean()), "exact_match": float(correct.float().mean())}
     if isinstance(task, FormatTask):
         metrics["format_rate"] = float(task.format_ok(prompts, rollout.answers).float().mean())
     if kl:
@@ -451,10 +468,30 @@ def step_metrics(
         metrics["kl_old"] = update["kl_old"]
     metrics.update({k: update[k] for k in UPDATE_METRICS})
     metrics["response_length"] = float(rollout.lengths().mean())
+    if rollout.truncated is not None:  # responses that end on their own: cut ones, and length by correctness
+        metrics["truncated"] = float(rollout.truncated.float().mean())
+        metrics["length_correct"], metrics["length_wrong"] = length_by_correctness(rollout.lengths(), correct)
     metrics["zero_variance_groups"] = zero_variance_fraction(rewards)
     if rewards.shape[1] > 1:  # the spread within a group needs two responses
         metrics["reward_std"] = float(rewards.std(dim=1).mean())
     return metrics
+
+
+def _say_if_stuck(history: History, cfg: TrainConfig, budget: int) -> None:
+    """After every ``cfg.stall_window`` steps, print ``cannot_learn``'s verdict on them, once per distinct
+    verdict (kept in ``history.notes``)."""
+    window = cfg.stall_window
+    if not window or len(history) % window:
+        return
+    try:
+        max_reward = float(cfg.task.max_reward)  # type: ignore[attr-defined]
+    except (AttributeError, ValueError):  # a task without one, or a custom reward
+        max_reward = None
+    line = cannot_learn(history.records[-window:], max_reward=max_reward, budget=budget)
+    if line is None or any(note.split(":", 1)[1] == line.split(":", 1)[1] for note in history.notes):
+        return
+    history.notes.append(line)
+    (tqdm.write if cfg.progress else print)(line)
 
 
 ModelT = TypeVar("ModelT", bound=torch.nn.Module)
@@ -524,7 +561,15 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
 
     def run_eval(step: int, elapsed: float) -> dict[str, float]:
         eval_generator = torch.Generator().manual_seed(eval_generator_seed)  # the same evaluation prompts each time
-        ev = evaluate(policy, task, cfg.eval_prompts, eval_generator, sampled=cfg.eval_sampled)
+        ev = evaluate(
+            policy,
+            task,
+            cfg.eval_prompts,
+            eval_generator,
+            sampled=cfg.eval_sampled,
+            pass_k=cfg.pass_k,
+            pass_k_prompts=cfg.pass_k_prompts,
+        )
         history.log_eval(step=step, samples=step * samples_per_step, wall_time=elapsed, **ev)
         return ev
 
@@ -584,6 +629,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
             if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps or out_of_time:
                 ev = run_eval(step, elapsed)
                 bar.set_postfix(reward=f"{history.last('reward', 10):.2f}", greedy_exact=f"{ev['greedy_exact']:.2f}")
+            _say_if_stuck(history, cfg, rollout.max_length)
             run.after_step(step, state)  # keeps the step's metrics; a checkpoint when due (or after Ctrl-C)
             if out_of_time:
                 break

@@ -11,7 +11,7 @@ from typing import Any
 
 import torch
 
-__all__ = ["atomic_write", "check_positive_ints", "torch_threads"]
+__all__ = ["atomic_write", "check_nonnegative_ints", "check_positive_ints", "device_generator", "torch_threads"]
 
 
 @contextmanager
@@ -34,12 +34,28 @@ def torch_threads(n: int | None = 1) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
+def device_generator(generator: torch.Generator, device: torch.device) -> torch.Generator:
+    """``generator`` itself on the CPU; on another device a generator there, seeded by one draw from it."""
+    if torch.device(device).type == "cpu":
+        return generator
+    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
+    return torch.Generator(device=device).manual_seed(seed)
+
+
 def check_positive_ints(**values: object) -> None:
     """Raise ``ValueError("<name> must be a positive int; got <value>")`` for the first argument that
     is not an int >= 1, e.g. ``check_positive_ints(vocab_size=vocab_size, steps=steps)``."""
     for name, value in values.items():
         if not isinstance(value, int) or value < 1:
             raise ValueError(f"{name} must be a positive int; got {value!r}")
+
+
+def check_nonnegative_ints(**values: object) -> None:
+    """Raise ``ValueError("<name> must be an int >= 0; got <value>")`` for the first argument that is not an
+    int >= 0 (a bool is not an int here)."""
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise ValueError(f"{name} must be an int >= 0; got {value!r}")
 
 
 def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:

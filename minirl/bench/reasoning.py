@@ -24,7 +24,7 @@ from minirl.pass_at_k import pass_at_k
 from minirl.results import Record
 from toy_envs.reasoning import ReasoningTask
 
-__all__ = ["BASE_SETTINGS", "measure_base", "truncated"]
+__all__ = ["BASE_SETTINGS", "measure_base"]
 
 BASE_SETTINGS: dict[str, Any] = {
     "families": {"sum": {"n_numbers": 3}, "word": {}, "add": {"digits": 2}},
@@ -32,11 +32,6 @@ BASE_SETTINGS: dict[str, Any] = {
     "prompts": 60,
     "samples": 8,
 }
-
-
-def truncated(policy, rollout) -> torch.Tensor:
-    """Replies that never wrote the end-of-sequence token (the budget cut them): BoolTensor[batch, trial]."""
-    return ~(rollout.tokens == policy.eos_token_id).any(dim=-1).cpu()
 
 
 def _measure(policy, task: ReasoningTask, n_prompts: int, n_samples: int, seed: int) -> dict[str, float]:
@@ -50,8 +45,8 @@ def _measure(policy, task: ReasoningTask, n_prompts: int, n_samples: int, seed: 
         "pass@1": float(pass_at_k(n_samples, c, 1).mean()),
         f"pass@{n_samples}": float(pass_at_k(n_samples, c, n_samples).mean()),
         "format": float(task.format_ok(prompts, sampled.answers).float().mean()),
-        "truncated": float(truncated(policy, sampled).float().mean()),
-        "greedy_truncated": float(truncated(policy, greedy).float().mean()),
+        "truncated": float(sampled.truncated.float().mean()),
+        "greedy_truncated": float(greedy.truncated.float().mean()),
         "example": greedy.answers[0][0],
     }
 

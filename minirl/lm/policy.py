@@ -225,9 +225,11 @@ class CausalLMPolicy(nn.Module):
 
         The mask is 1 up to and including each response's first EOS; later positions are set to the pad
         id and the columns after the longest response are dropped. The answers are the decoded responses
-        (special tokens skipped, nothing after the first EOS).
+        (special tokens skipped, nothing after the first EOS). A response with no EOS was cut by the budget
+        (``Rollout.truncated``).
         """
         tokens = rearrange(completions, "(batch trial) pos -> batch trial pos", trial=group_size)
+        truncated = ~(tokens == self.eos_token_id).any(dim=-1).cpu()  # [batch, trial], before EOS pads the rest
         mask = first_eos_mask(tokens, self.eos_token_id)
         width = max(int(mask.sum(dim=-1).max().item()), 1) if tokens.shape[-1] else 0
         tokens = torch.where(mask.bool(), tokens, self.pad_token_id)[..., :width].contiguous()
@@ -236,7 +238,7 @@ class CausalLMPolicy(nn.Module):
         flat = [row[:n] for rows, ns in zip(tokens.tolist(), lengths) for row, n in zip(rows, ns)]
         texts = self.tokenizer.batch_decode(flat, skip_special_tokens=True)
         answers = [texts[b * group_size : (b + 1) * group_size] for b in range(tokens.shape[0])]
-        return Rollout(tokens, mask, answers, self.max_new_tokens if max_length is None else max_length)
+        return Rollout(tokens, mask, answers, self.max_new_tokens if max_length is None else max_length, truncated)
 
     # ---- sampling -------------------------------------------------------------------------------
 
@@ -344,6 +346,7 @@ class CausalLMPolicy(nn.Module):
             rearrange(mask, to_3d, trial=group_size).to(self.device),
             [list(group) for group in texts],
             max(self.max_new_tokens, width),
+            torch.zeros(len(prompts), group_size, dtype=torch.bool),  # every demonstration ends with EOS
         )
 
     # ---- scoring --------------------------------------------------------------------------------

@@ -50,7 +50,7 @@ from minirl.lm.models import default_device, load_policy, make_tiny_lm
 from minirl.lm.policy import CausalLMPolicy
 from minirl.losses import sft_loss
 from minirl.train import TrainConfig
-from minirl.utils import check_positive_ints, torch_threads
+from minirl.utils import check_nonnegative_ints, check_positive_ints, torch_threads
 from toy_envs.reasoning import ReasoningTask
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
@@ -159,10 +159,12 @@ class LMRecipe:
             max_new_tokens=self.max_new_tokens,
             eval_prompts=self.eval_prompts,
         )
-        for name in ("sft_steps", "few_shot", "eval_every", "unseen_answers"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or value < 0:
-                raise ValueError(f"{name} must be an int >= 0; got {value!r}")
+        check_nonnegative_ints(
+            sft_steps=self.sft_steps,
+            few_shot=self.few_shot,
+            eval_every=self.eval_every,
+            unseen_answers=self.unseen_answers,
+        )
         for name in ("threads", "trainable_layers"):
             if getattr(self, name) is not None:
                 check_positive_ints(**{name: getattr(self, name)})
