@@ -25,12 +25,14 @@ from minirl.checks import (
     check_maze_reward,
     check_monte_carlo_estimate,
     check_parse_answer,
+    check_pass_at_k,
     check_per_position_reward,
     check_policy_loss,
     check_reinforce_loss,
     check_sequence_ratio,
     check_sort_distance_reward,
     check_sort_inclusion_ordering_reward,
+    check_split_thinking,
     check_zero_variance_fraction,
     reference_bellman_backup,
     reference_maze_reward,
@@ -43,6 +45,7 @@ from minirl.checks import (
 )
 from minirl.lm import completion_log_probs, first_eos_mask
 from minirl.lm.trl_bridge import grpo_config_kwargs
+from toy_envs.reasoning import split_thinking
 from toy_envs.sorting import sort_distance_reward, sort_inclusion_ordering_reward
 
 REFERENCES = {
@@ -70,6 +73,8 @@ REFERENCES = {
     check_parse_answer: reference_parse_answer,
     check_zero_variance_fraction: minirl.zero_variance_fraction,
     check_grpo_config_kwargs: grpo_config_kwargs,
+    check_split_thinking: split_thinking,
+    check_pass_at_k: minirl.pass_at_k,
 }
 ALL_CHECKS = list(REFERENCES)  # every exercise check, with the reference it must accept
 
