@@ -45,6 +45,7 @@ TASKS = ("sorting", "variable_sorting", "maze", "text_sort", "text_add", "reason
 TEXT_TASK_NAMES = ("text_sort", "text_add", "reasoning")
 # fields with flags of their own (or none): the task, the algorithm, the seed, the progress bar, the device
 TRAIN_FLAGS_EXCLUDED = {"task", "algo", "seed", "progress", "device"}
+TEXT_PASS_K = {"pass_k": 8, "pass_k_prompts": 32}  # a text-task run's pass@k at each evaluation, unless --pass-k
 MAZE_FLAGS_EXCLUDED = {"method", "seed", "layout", "progress"}
 
 
@@ -291,12 +292,10 @@ def _text_run(args: argparse.Namespace, algo: str, seed: int, *, warm_start: boo
     sft = recipe.warm_start(policy, task, seed=seed, progress=not args.no_progress) if warm_start else None
     if sft is not None:
         print(f"SFT warm start: {recipe.sft_steps} steps, loss {sft.last('loss', 10):.3f} nats/token", flush=True)
+    # every language-model run reports pass@k at its evaluations (README, "Diagnostics"), unless told otherwise
+    given = {**TEXT_PASS_K, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)}
     config = recipe.train_config(
-        task,
-        algo=recipe.algorithm(algo, **_knob_changes(args.set)),
-        seed=seed,
-        progress=not args.no_progress,
-        **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED),
+        task, algo=recipe.algorithm(algo, **_knob_changes(args.set)), seed=seed, progress=not args.no_progress, **given
     )
     return recipe, policy, config
 

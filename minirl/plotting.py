@@ -32,6 +32,11 @@ METRIC_LABELS = {
     "greedy_success": "greedy episode reaches the goal (fraction)",
     "exact_return": "exact expected return from the start",
     "value_loss": "value loss",
+    "truncated": "sampled responses cut by the token budget (fraction)",
+    "greedy_truncated": "greedy responses cut by the token budget (fraction, evaluation prompts)",
+    "length_correct": "length of the correct sampled responses (tokens)",
+    "length_wrong": "length of the wrong sampled responses (tokens)",
+    "pass@1": "pass@1 (evaluation prompts, sampled at T = 1)",
 }
 X_LABELS = {
     "step": "training step",
@@ -42,15 +47,21 @@ X_LABELS = {
 
 
 def smooth_centered(values: np.ndarray, window: int) -> np.ndarray:
-    """Centred moving average of a 1-D array; the window shrinks at the edges (same length out)."""
+    """Centred moving average of a 1-D array; the window shrinks at the edges (same length out). A NaN (a step
+    that measured nothing, e.g. ``length_correct`` with no correct response) is left out of every average; a
+    window with nothing in it stays NaN, so the plot leaves that point out."""
     values = np.asarray(values, dtype=float)
     if window <= 1 or len(values) == 0:
         return values
     half = window // 2
-    cumsum = np.concatenate([[0.0], np.cumsum(values)])
+    present = ~np.isnan(values)
+    sums = np.concatenate([[0.0], np.cumsum(np.where(present, values, 0.0))])
+    counts = np.concatenate([[0], np.cumsum(present)])
     idx = np.arange(len(values))
     lo, hi = np.clip(idx - half, 0, len(values)), np.clip(idx + half + 1, 0, len(values))
-    return (cumsum[hi] - cumsum[lo]) / (hi - lo)
+    n = counts[hi] - counts[lo]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(n > 0, (sums[hi] - sums[lo]) / np.maximum(n, 1), np.nan)
 
 
 def _curve(history: History, metric: str, x: str) -> tuple[np.ndarray, np.ndarray]:
@@ -127,7 +138,17 @@ def _smoothing_note(windows: set[int]) -> str | None:
     return f"centred moving average over {'/'.join(map(str, sorted(windows)))} points"
 
 
-LM_PANELS = ("reward", "greedy_exact", "format_rate", "response_length", "kl", "entropy")
+LM_PANELS = (
+    "reward",
+    "greedy_exact",
+    "format_rate",
+    "response_length",
+    "kl",
+    "entropy",
+    "zero_variance_groups",
+    "truncated",
+    "length_correct",
+)
 
 # The y-axis of an LM panel: its unit, short enough to fit beside a short panel (the title names the metric).
 _LM_UNITS = {
@@ -147,6 +168,10 @@ _LM_UNITS = {
     "clip_frac_low": "fraction of tokens",
     "clip_frac_high": "fraction of tokens",
     "loss": "loss",
+    "truncated": "fraction of samples",
+    "greedy_truncated": "fraction of prompts",
+    "length_correct": "tokens",
+    "length_wrong": "tokens",
 }
 
 

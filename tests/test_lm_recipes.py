@@ -149,6 +149,13 @@ def test_the_recipe_warm_start_is_sft_warm_start_with_its_settings():
     assert RECIPES["pretrained"].warm_start(a, task) is None  # no warm start in the recipe: nothing happens
 
 
+def test_the_warm_start_stops_at_its_time_budget():
+    """max_seconds = 0: the first step already used it, so one step is taken (the steps asked for: 50)."""
+    task = TextSortTask(n_numbers=2, max_value=3, n_heldout=4)
+    h = sft_warm_start(make_tiny_lm(seed=0, max_new_tokens=6), task, 50, 2, seed=0, progress=False, max_seconds=0.0)
+    assert len(h) == 1 and h.records[0]["step"] == 1
+
+
 def test_the_command_line_flags_are_the_recipe_with_changes():
     from minirl.cli import build_parser, text_recipe
 

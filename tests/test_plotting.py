@@ -48,6 +48,13 @@ def test_smooth_centered_hand_computed():
     assert smooth_centered([2.0, 4.0], 9).tolist() == [3.0, 3.0]  # a window past both ends: the mean of all
 
 
+def test_smooth_centered_leaves_nan_out_of_each_average():
+    """A step that measured nothing (NaN) does not spread to its neighbours; a window of only NaN stays NaN."""
+    nan = float("nan")
+    got = smooth_centered([nan, nan, nan, 4.0, nan, 8.0], 3)
+    np.testing.assert_allclose(got, [nan, nan, 4.0, 4.0, 6.0, 8.0])
+
+
 # ---- plot_reward_curves -------------------------------------------------------------------------------
 
 
@@ -162,6 +169,7 @@ def test_lm_curves_chosen_metrics_layout_and_evaluations_never_smoothed():
     assert kl.get_legend().get_title().get_text() == "centred moving average over 2 points"  # 40 // 20
     assert greedy.get_legend().get_title().get_text() == ""  # evaluation points are few: drawn raw
     assert greedy.get_lines()[0].get_ydata().tolist() == [0.0, 0.5, 1.0]
-    assert LM_PANELS == ("reward", "greedy_exact", "format_rate", "response_length", "kl", "entropy")
+    assert LM_PANELS[:6] == ("reward", "greedy_exact", "format_rate", "response_length", "kl", "entropy")
+    assert LM_PANELS[6:] == ("zero_variance_groups", "truncated", "length_correct")  # the diagnostics
     with pytest.raises(ValueError, match=r"none of \['format_rate'\] is recorded; the runs have \['greedy_exact', "):
         plot_lm_curves({"tiny": [h]}, metrics=["format_rate"])

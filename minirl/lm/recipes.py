@@ -82,12 +82,14 @@ def sft_warm_start(
     seed: int = 0,
     threads: int | None = None,
     progress: bool = True,
+    max_seconds: float | None = None,
 ) -> History:
     """Supervised fine-tuning of ``policy`` on the task's reference answers (``prompt.target``), in place.
 
     Each step draws ``prompts_per_step`` training prompts, turns their reference answers into a
     ``Rollout`` (``policy.rollout_from_texts``: answer tokens + EOS, masked) and takes one Adam step on
-    ``sft_loss`` (gradient norm clipped to 1). Returns a History with ``loss`` (mean negative
+    ``sft_loss`` (gradient norm clipped to 1), and stops early once ``max_seconds`` have passed (None: never;
+    to compare with another method at equal wall time). Returns a History with ``loss`` (mean negative
     log-likelihood per demonstrated token, nats) and ``wall_time``.
     """
     check_positive_ints(steps=steps, prompts_per_step=prompts_per_step)
@@ -105,6 +107,8 @@ def sft_warm_start(
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
             optimizer.step()
             history.log(step=step, loss=loss.item(), wall_time=time.perf_counter() - start)
+            if max_seconds is not None and history.records[-1]["wall_time"] >= max_seconds:
+                break
     return history
 
 
@@ -201,8 +205,11 @@ class LMRecipe:
 
     def reasoning_task(self, family: str = "sum", thinking: bool = True, **knobs: Any) -> ReasoningTask:
         """Arithmetic with or without a scratchpad (``toy_envs.reasoning``) with the recipe's worked examples and
-        system message; ``knobs``: any other ``ReasoningTask`` field (``n_numbers``, ``digits``, ``reward``)."""
-        return ReasoningTask(family=family, thinking=thinking, few_shot=self.few_shot, system=self.system, **knobs)
+        system message; ``knobs``: any other ``ReasoningTask`` field (``n_numbers``, ``digits``, ``reward``; also
+        ``few_shot`` or ``system``, replacing the recipe's)."""
+        return ReasoningTask(
+            family=family, thinking=thinking, **{"few_shot": self.few_shot, "system": self.system, **knobs}
+        )
 
     def policy(
         self, name_or_path: str | os.PathLike, seed: int = 0, device: str | torch.device | None = None
