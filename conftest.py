@@ -26,9 +26,9 @@ for _variable, _folder in [
 ]:
     os.environ.setdefault(_variable, os.path.join(_CACHE, _folder))
 
-# The notebooks that load SmolLM2 (in solutions/ and notebooks/): 08 always; 09 only in full mode (in fast
-# mode it trains notebook 07's tiny model).
-SMOLLM2_NOTEBOOKS = {"08_a_pretrained_model_learns_to_sort.ipynb"}
+# The notebooks that load SmolLM2 (in solutions/ and notebooks/): 08 and 10 always; 09 only in full mode (in
+# fast mode it trains notebook 07's tiny model).
+SMOLLM2_NOTEBOOKS = {"08_a_pretrained_model_learns_to_sort.ipynb", "10_reasoning_and_reward_hacking.ipynb"}
 if os.environ["MINIRL_FAST"] != "1":
     SMOLLM2_NOTEBOOKS.add("09_scaling_up_with_trl.ipynb")
 

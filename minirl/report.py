@@ -472,6 +472,65 @@ def trl() -> str:
     )
 
 
+def reasoning() -> str:
+    """Notebook 10's full run: base, warm starts, GRPO, its supervised control and the hacked run, with the
+    issue's targets (one seed)."""
+    data = _load("notebook_10_full_cpu")
+    if data is None:
+        return missing("notebook_10_full_cpu", "python -m minirl.results notebook solutions/10_*.ipynb")
+    f = data["figures"]
+    base3 = (_load("reasoning_base") or {}).get("figures", {}).get("table", {}).get("sum", {}).get("thinking", {})
+    base4_data = _load("reasoning_base_sum4")
+    base4 = (base4_data or {}).get("figures", {}).get("table", {}).get("sum", {}).get("thinking", {})
+    warm, rl_total = f["sft_seconds"], f["sft_seconds"] + f["rl_seconds"]
+    rows = [
+        ["the base model, asked to think", "", pct(base3.get("greedy")), pct(base4.get("greedy"))],
+        [f"warm start: {f['sft_steps']} supervised steps on worked 3-number sums", _seconds(warm),
+         pct(f["think3"]), pct(f["think4"])],
+        [f"warm start: bare answers for the same time ({f['sft_bare_steps']} steps)", _seconds(warm),
+         pct(f["bare3"]), pct(f["bare4"])],
+        [f"worked warm start + {f['rl_steps']} GRPO steps on 4-number sums", _seconds(rl_total),
+         pct(f["rl3"]), pct(f["rl4"])],
+        [f"worked warm start + {f['control_steps']} more supervised steps (the control)", _seconds(rl_total),
+         pct(f["control3"]), pct(f["control4"])],
+        [f"worked warm start + {f['hack_steps']} GRPO steps on the lenient verifier", _seconds(rl_total), "",
+         pct(f["hack_true"])],
+    ]  # fmt: skip
+    rise = f["rl4"] - base4["greedy"] if base4 else None
+    above_control, below_honest = f["rl4"] - f["control4"], f["hack_true"] - f["rl4"]
+    targets = {
+        "a rise of at least 50 points on 4-number sums within 15 min, from the base ("
+        + (f"{100 * rise:+.1f} points in {_seconds(rl_total)}" if rise is not None else "the base not measured")
+        + "; one seed of the three asked for)": rise is not None and rise >= 0.5 and rl_total <= 900,
+        f"GRPO at least 15 points above the supervised control ({100 * above_control:+.1f})": above_control >= 0.15,
+        f"the hacked run at least 20 points below the honest one ({100 * below_honest:+.1f}) with a higher proxy "
+        f"reward ({pct(f['hack_proxy'])} against {pct(f['honest_proxy'])})": below_honest <= -0.2
+        and f["hack_proxy"] > f["honest_proxy"],
+    }
+    verdicts = "; ".join(f"{text}: {'met' if ok else '**not met**'}" for text, ok in targets.items())
+    out = [
+        f"SmolLM2-135M-Instruct on 2 CPU cores, sums of single digits answered with a `<think>` scratchpad (notebook "
+        f"10 in full mode, one seed). Held-out greedy accuracy on {f['n_eval']} problems of each length; the base "
+        "model's row comes from `results/reasoning_base.json` (60 problems)"
+        + (" and `results/reasoning_base_sum4.json`" if base4_data else "")
+        + ". Times: the warm start, then the warm start plus the later stage:",
+        "",
+        table(["stage", "wall time", "3 numbers", "4 numbers"], rows),
+        "",
+        f"pass@1 and pass@8 on 4-number sums ({min(f['n_eval'], 50)} problems × 8 samples): "
+        f"{pct(f['pass_before'][0])} and {pct(f['pass_before'][7])} after the warm start, "
+        f"{pct(f['pass_after'][0])} and {pct(f['pass_after'][7])} after GRPO. The lenient verifier's run: proxy "
+        f"reward on the held-out problems {pct(f['hack_proxy'])} (the honest run's: {pct(f['honest_proxy'])}), "
+        f"greedy replies cut by the budget {pct(f['hack_truncated'], 0)} (honest: {pct(f['honest_truncated'], 0)}). "
+        f"Targets of issue 22: {verdicts}.",
+        "",
+        provenance(data),
+    ]
+    if base4_data:
+        out.append(provenance(base4_data))
+    return "\n".join(out)
+
+
 NOTEBOOK_NAMES = {
     "01": "01_maze_and_expected_return",
     "02": "02_policy_gradient_on_the_maze",
@@ -482,6 +541,7 @@ NOTEBOOK_NAMES = {
     "07": "07_grpo_on_a_language_model",
     "08": "08_a_pretrained_model_learns_to_sort",
     "09": "09_scaling_up_with_trl",
+    "10": "10_reasoning_and_reward_hacking",
 }
 
 
@@ -531,6 +591,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "lm_smollm2_gpu": lm_smollm2_gpu,
     "trl": trl,
     "notebooks": notebooks,
+    "reasoning": reasoning,
 }
 
 

@@ -523,13 +523,18 @@ def train(
     ``measure_kl`` there is no ``kl``), ``kl_old`` (with ``measure_kl``: KL(π_old ‖ π_θ) after the inner
     epochs), ``clip_frac_low``/``clip_frac_high``,
     ``ratio_mean``, ``ratio_max``, ``entropy`` (mean per-token entropy of π_old, the sampling policy, nats),
-    ``grad_norm``, ``response_length`` (mean real tokens per sampled response, EOS included),
+    ``grad_norm``, ``response_length`` (mean real tokens per sampled response, EOS included), for a policy
+    whose responses end on their own (a language model) ``truncated`` (the fraction cut by the token budget)
+    and ``length_correct`` / ``length_wrong`` (mean length of the correct / wrong responses; NaN in a step
+    with none),
     ``zero_variance_groups`` (fraction of groups whose rewards are all equal: zero advantage, no signal),
     ``reward_std`` (the within-group std of the rewards, averaged over the groups: the scale that
     ``normalized_rewards`` divides out; not logged with groups of one),
     ``gen_seconds`` / ``update_seconds`` (this step's sampling and learning time), ``tokens_per_second``
     (real response tokens sampled per second of the step), ``wall_time`` (seconds since the start); and
-    every ``eval_every`` steps the greedy (and sampled) accuracy on the evaluation prompts (``evaluate``).
+    every ``eval_every`` steps the greedy (and sampled) accuracy on the evaluation prompts (``evaluate``, with
+    pass@k when ``pass_k``). A window of ``stall_window`` steps that could not teach anything is said in one
+    line and kept in ``history.notes`` (``minirl.diagnostics.cannot_learn``).
 
     ``run``: a ``minirl.runs.RunFolder`` that keeps the run on disk as it goes (config, metrics, checkpoints,
     the trained model) and, made with ``RunFolder.resume``, continues it from its checkpoint; None keeps nothing.

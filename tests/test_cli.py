@@ -250,11 +250,22 @@ def test_train_a_reasoning_task_with_a_scratchpad_and_evaluate_it(tmp_path, caps
     assert stored["task"]["class"] == "toy_envs.reasoning:ReasoningTask"
     assert stored["task"]["args"]["family"] == "word" and stored["task"]["args"]["thinking"] is True
     assert stored["model"]["recipe"]["max_new_tokens"] == 48  # THINKING_TOKENS: room for the scratchpad
-    capsys.readouterr()
+    summary = capsys.readouterr().out
+    assert "pass@1 " in summary and "pass@8 " in summary and "greedy replies cut by the budget" in summary
+    rows = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert all(0.0 <= r["truncated"] <= 1.0 and "length_correct" in r and "length_wrong" in r for r in rows)
+    evals = [json.loads(line) for line in (out / "evals.jsonl").read_text().splitlines()]
+    assert {"pass@1", "pass@8", "greedy_truncated"} <= set(evals[-1])
     assert main(["eval", str(out), "--samples-per-prompt", "2"]) == 0
     printed = capsys.readouterr().out
     assert "greedy answer kinds: " + "; ".join(f"{k} " for k in REASONING_KINDS[:1]) in printed
     assert "unclosed scratchpad" in printed
-    assert main(["train", *flags, "--no-thinking", "--verifier", "contains", "--out", str(tmp_path / "b")]) == 0
+    assert (
+        main(
+            ["train", *flags, "--no-thinking", "--verifier", "contains", "--pass-k", "0", "--out", str(tmp_path / "b")]
+        )
+        == 0
+    )
     args = json.loads((tmp_path / "b" / "config.json").read_text())["task"]["args"]
     assert args["thinking"] is False and args["reward"] == "contains"
+    assert "pass@" not in capsys.readouterr().out  # --pass-k 0: no pass@k at the evaluations

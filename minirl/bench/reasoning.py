@@ -7,6 +7,7 @@ their end-of-sequence token). A family where pass@k is near 0 gives RL nothing t
 replies are truncated needs a larger budget before anything else.
 
     python -m minirl.bench.reasoning --save          # results/reasoning_base.json
+    python -m minirl.bench.reasoning --families sum --n-numbers 4 --prompts 100 --save reasoning_base_sum4
 """
 
 from __future__ import annotations
@@ -86,10 +87,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default=SMOLLM2_ALIAS)
     parser.add_argument("--prompts", type=int, default=BASE_SETTINGS["prompts"])
     parser.add_argument("--samples", type=int, default=BASE_SETTINGS["samples"])
+    parser.add_argument("--families", default=",".join(BASE_SETTINGS["families"]), help="comma-separated families")
+    parser.add_argument("--n-numbers", type=int, default=None, help="numbers in a sum (default: the settings')")
     parser.add_argument("--save", nargs="?", const="reasoning_base", default=None, metavar="NAME")
     args = parser.parse_args(argv)
     record = Record(args.save, seeds=[0]) if args.save else None
-    result = measure_base(args.model, {"prompts": args.prompts, "samples": args.samples})
+    families = {}
+    for name in args.families.split(","):
+        if name not in BASE_SETTINGS["families"]:
+            parser.error(f"--families: unknown family {name!r}; known: {sorted(BASE_SETTINGS['families'])}")
+        families[name] = dict(BASE_SETTINGS["families"][name])
+    if args.n_numbers is not None and "sum" in families:
+        families["sum"]["n_numbers"] = args.n_numbers
+    result = measure_base(args.model, {"prompts": args.prompts, "samples": args.samples, "families": families})
     _print(result)
     if record is not None:
         record.figures.update({"model": args.model, **result})
