@@ -501,13 +501,14 @@ def reasoning() -> str:
     targets = {
         "a rise of at least 50 points on 4-number sums within 15 min, from the base ("
         + (f"{100 * rise:+.1f} points in {_seconds(rl_total)}" if rise is not None else "the base not measured")
-        + "; one seed of the three asked for)": rise is not None and rise >= 0.5 and rl_total <= 900,
+        + ")": rise is not None and rise >= 0.5 and rl_total <= 900,
         f"GRPO at least 15 points above the supervised control ({100 * above_control:+.1f})": above_control >= 0.15,
         f"the hacked run at least 20 points below the honest one ({100 * below_honest:+.1f}) with a higher proxy "
         f"reward ({pct(f['hack_proxy'])} against {pct(f['honest_proxy'])})": below_honest <= -0.2
         and f["hack_proxy"] > f["honest_proxy"],
     }
     verdicts = "; ".join(f"{text}: {'met' if ok else '**not met**'}" for text, ok in targets.items())
+    verdicts += " (each on this one seed; the issue asks for three)"
     out = [
         f"SmolLM2-135M-Instruct on 2 CPU cores, sums of single digits answered with a `<think>` scratchpad (notebook "
         f"10 in full mode, one seed). Held-out greedy accuracy on {f['n_eval']} problems of each length; the base "
