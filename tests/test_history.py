@@ -76,7 +76,18 @@ def test_json_round_trip_keeps_labels_records_and_evaluations(tmp_path):
             {"step": 3.0, "reward": 1.0, "entropy": 1.25},
         ],
         "evals": [{"step": 0.0, "greedy_exact": 0.0}, {"step": 3.0, "greedy_exact": 0.75}],
+        "notes": [],
     }
     back = History.from_json(str(path))  # a str or a Path
     assert back == h
     assert back["reward"].tolist() == [0.25, 0.5, 1.0] and back.eval_metric("greedy_exact")[1].tolist() == [0.0, 0.75]
+
+
+def test_notes_round_trip_and_a_file_without_them_still_loads(tmp_path):
+    h = three_steps()
+    h.notes.append("cannot learn (steps 1-3): every reward was 0")
+    h.to_json(tmp_path / "run.json")
+    assert History.from_json(tmp_path / "run.json").notes == ["cannot learn (steps 1-3): every reward was 0"]
+    older = {"label": "grpo", "seed": 7, "records": h.records, "evals": h.evals}  # written before notes existed
+    (tmp_path / "old.json").write_text(json.dumps(older))
+    assert History.from_json(tmp_path / "old.json").notes == []

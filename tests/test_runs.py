@@ -25,7 +25,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def untimed(rows: list[dict]) -> list[dict]:
-    return [{k: v for k, v in r.items() if k not in TIMING_METRICS} for r in rows]
+    """The rows without their timings; a NaN (``length_correct`` in a step with no correct reply) becomes "nan",
+    so that equal runs compare equal (NaN != NaN)."""
+    return [{k: "nan" if v != v else v for k, v in r.items() if k not in TIMING_METRICS} for r in rows]
 
 
 def toy_config(**changes) -> TrainConfig:
