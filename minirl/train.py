@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import math
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
@@ -477,9 +478,15 @@ def step_metrics(
     return metrics
 
 
+def _verdict_kind(line: str) -> str:
+    """A ``cannot_learn`` line without its numbers (the steps, the mean reward): what kind of verdict it is."""
+    return re.sub(r"[0-9.]+", "#", line)
+
+
 def _say_if_stuck(history: History, cfg: TrainConfig, budget: int) -> None:
-    """After every ``cfg.stall_window`` steps, print ``cannot_learn``'s verdict on them, once per distinct
-    verdict (kept in ``history.notes``)."""
+    """After every ``cfg.stall_window`` steps, print ``cannot_learn``'s verdict on them, once per kind of
+    verdict (kept in ``history.notes``): a later window with the same verdict, whatever its steps and mean
+    reward, prints nothing."""
     window = cfg.stall_window
     if not window or len(history) % window:
         return
@@ -488,7 +495,7 @@ def _say_if_stuck(history: History, cfg: TrainConfig, budget: int) -> None:
     except (AttributeError, ValueError):  # a task without one, or a custom reward
         max_reward = None
     line = cannot_learn(history.records[-window:], max_reward=max_reward, budget=budget)
-    if line is None or any(note.split(":", 1)[1] == line.split(":", 1)[1] for note in history.notes):
+    if line is None or any(_verdict_kind(note) == _verdict_kind(line) for note in history.notes):
         return
     history.notes.append(line)
     (tqdm.write if cfg.progress else print)(line)

@@ -151,6 +151,25 @@ def test_a_run_that_cannot_learn_says_so_once():
     assert train(quiet)[1].notes == []
 
 
+def test_a_second_window_with_the_same_kind_of_verdict_prints_nothing(capsys):
+    """Windows 1-2 and 3-4 both have every group equal, at other mean rewards: one line, kept once. A window of
+    another kind (every reward 0) is said too."""
+    from minirl.history import History
+    from minirl.train import _say_if_stuck
+
+    h = History()
+    config = TrainConfig(task=SortingTask(vocab_size=3, length=2), stall_window=2, progress=False)
+    for step, reward in enumerate([0.2, 0.4, 0.6, 0.6, 0.0, 0.0], start=1):
+        h.log(**rec(step, reward=reward, zero_variance_groups=1.0))
+        _say_if_stuck(h, config, budget=2)
+    printed = [line for line in capsys.readouterr().out.splitlines() if line]
+    assert printed == h.notes and len(h.notes) == 2
+    assert h.notes[0].startswith(
+        "cannot learn (steps 1-2): in every group all responses earned the same reward (mean 0.30)"
+    )
+    assert h.notes[1].startswith("cannot learn (steps 5-6): every reward was 0")
+
+
 @pytest.mark.parametrize("knob", ["pass_k", "stall_window"])
 def test_train_config_names_a_negative_knob(knob):
     with pytest.raises(ValueError, match=f"{knob} must be an int >= 0; got -1"):
