@@ -368,7 +368,7 @@ def _text_summary(args: argparse.Namespace, algo: str, seed: int, history: Histo
         f"{first['greedy_exact']:.1%} -> {last['greedy_exact']:.1%}{unseen}, format "
         f"{first.get('greedy_format', float('nan')):.0%} -> {last.get('greedy_format', float('nan')):.0%}"
     )
-    for key in sorted(k for k in last if k.startswith("pass@")):  # with --pass-k
+    for key in sorted((k for k in last if k.startswith("pass@")), key=lambda k: int(k[5:])):  # pass@1 first
         summary += f", {key} {first[key]:.1%} -> {last[key]:.1%}"
     if "greedy_truncated" in last:
         summary += f", greedy replies cut by the budget {last['greedy_truncated']:.0%}"

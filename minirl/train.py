@@ -29,7 +29,7 @@ import copy
 import math
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar, overload
 
 import torch
@@ -193,9 +193,7 @@ def _with_mask(task: Task, rollout: Rollout) -> Rollout:
     """The rollout with its mask: the policy's own (an LM's first EOS) or else the task's (toy EOS tokens)."""
     if rollout.mask is not None:
         return rollout
-    return Rollout(
-        rollout.tokens, response_mask(task, rollout.tokens), rollout.answers, rollout.max_length, rollout.truncated
-    )
+    return replace(rollout, mask=response_mask(task, rollout.tokens))
 
 
 def _advantages(task: Task, algo: AlgoConfig, prompts, answers, rewards: torch.Tensor) -> torch.Tensor:
@@ -468,10 +466,11 @@ def step_metrics(
     if kl_old:
         metrics["kl_old"] = update["kl_old"]
     metrics.update({k: update[k] for k in UPDATE_METRICS})
-    metrics["response_length"] = float(rollout.lengths().mean())
+    lengths = rollout.lengths()  # [batch, trial]
+    metrics["response_length"] = float(lengths.mean())
     if rollout.truncated is not None:  # responses that end on their own: cut ones, and length by correctness
         metrics["truncated"] = float(rollout.truncated.float().mean())
-        metrics["length_correct"], metrics["length_wrong"] = length_by_correctness(rollout.lengths(), correct)
+        metrics["length_correct"], metrics["length_wrong"] = length_by_correctness(lengths, correct)
     metrics["zero_variance_groups"] = zero_variance_fraction(rewards)
     if rewards.shape[1] > 1:  # the spread within a group needs two responses
         metrics["reward_std"] = float(rewards.std(dim=1).mean())
