@@ -898,6 +898,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
             minutes=args.minutes,
             save=_save_name(args.save, "bench_lm"),
             out=args.out,
+            parts=tuple(args.parts.split(",")),
         )
     from minirl.bench.toy import run_benchmark
 
@@ -1120,6 +1121,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=float,
         default=None,
         help="--lm: stop SmolLM2's training after this many minutes (default: the recipe's steps)",
+    )
+    p_bench.add_argument(
+        "--parts",
+        default="tiny,smollm2,reasoning",
+        help="--lm: the parts to run, comma-separated (default all: tiny,smollm2,reasoning)",
     )
     add_save(p_bench)
     p_bench.add_argument(

@@ -22,7 +22,20 @@ if TYPE_CHECKING:
     from minirl.results import Record
     from minirl.runs import RunHooks
 
-__all__ = ["check_out", "finish", "keep_run"]
+__all__ = ["check_out", "finish", "keep_run", "spread"]
+
+
+def spread(values) -> dict[str, float]:
+    """Mean, standard deviation (n − 1; 0 for one value), min and max of ``values`` over seeds."""
+    import numpy as np
+
+    a = np.asarray(values, dtype=float)
+    return {
+        "mean": float(a.mean()),
+        "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
+        "min": float(a.min()),
+        "max": float(a.max()),
+    }
 
 
 def check_out(out: str | os.PathLike | None) -> None:

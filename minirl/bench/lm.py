@@ -11,6 +11,10 @@
    recipe's steps, which take at most 20 minutes of training on 2 CPU cores.
 3. **What the CPU recipe's choices buy** (on a CPU only): a few steps with every weight training, the KL term
    to the initial model and a 16-token budget, against the recipe's steps; seconds per step of each.
+4. **Reasoning** (notebook 10's task, ``minirl.bench.reasoning_rl``): 4-number sums on SmolLM2 with a worked
+   warm start and GRPO, against a supervised control, answer-only GRPO and a lenient verifier, over seeds.
+
+``parts`` picks some of them (``minirl bench --lm --parts reasoning``); 2 and 3 go together as "smollm2".
 
 Two held-out sets, and which is which: "held-out problems" are 200 problems never sampled in training, but for
 3 numbers most of them are permutations of a training problem and share its sorted answer; "unseen answers" are
@@ -33,7 +37,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from minirl.bench import finish, keep_run
+from minirl.bench import finish, keep_run, spread
 from minirl.lm.models import SMOLLM2_ALIAS, load_policy
 from minirl.lm.recipes import RECIPES, LMRecipe, model_kind
 from minirl.results import Record, history_figures
@@ -43,6 +47,7 @@ __all__ = ["run_lm_benchmark"]
 
 HELD_OUT = 200
 TARGET_MINUTES = 20.0
+LM_PARTS = ("tiny", "smollm2", "reasoning")
 
 
 def _peak_memory_gb(device: torch.device) -> float:
@@ -111,39 +116,29 @@ def _in_processes(fn, jobs: list[tuple], workers: int | None) -> list[dict[str, 
         return [f.result() for f in [pool.submit(fn, *job) for job in jobs]]
 
 
-def _spread(values: list[float]) -> dict[str, float]:
-    a = np.asarray(values, dtype=float)
-    return {
-        "mean": float(a.mean()),
-        "std": float(a.std(ddof=1)) if len(a) > 1 else 0.0,
-        "min": float(a.min()),
-        "max": float(a.max()),
-    }
-
-
 def _summary(runs: list[dict[str, Any]]) -> dict[str, Any]:
     """Mean and spread over seeds of what a run measured."""
     first = [r["evals"][0] for r in runs]
     last = [r["evals"][-1] for r in runs]
     out: dict[str, Any] = {
-        "before": _spread([e["greedy_exact"] for e in first]),
-        "after": _spread([e["greedy_exact"] for e in last]),
-        "format_before": _spread([e.get("greedy_format", float("nan")) for e in first]),
-        "format_after": _spread([e.get("greedy_format", float("nan")) for e in last]),
-        "train_minutes": _spread([r["train_seconds"] / 60 for r in runs]),
-        "s_per_step": _spread([r["s_per_step"] for r in runs]),
-        "gen_s_per_step": _spread([r["gen_s_per_step"] for r in runs]),
-        "update_s_per_step": _spread([r["update_s_per_step"] for r in runs]),
-        "tokens_per_s": _spread([r["tokens_per_s"] for r in runs]),
-        "steps": _spread([r["steps"] for r in runs]),
+        "before": spread([e["greedy_exact"] for e in first]),
+        "after": spread([e["greedy_exact"] for e in last]),
+        "format_before": spread([e.get("greedy_format", float("nan")) for e in first]),
+        "format_after": spread([e.get("greedy_format", float("nan")) for e in last]),
+        "train_minutes": spread([r["train_seconds"] / 60 for r in runs]),
+        "s_per_step": spread([r["s_per_step"] for r in runs]),
+        "gen_s_per_step": spread([r["gen_s_per_step"] for r in runs]),
+        "update_s_per_step": spread([r["update_s_per_step"] for r in runs]),
+        "tokens_per_s": spread([r["tokens_per_s"] for r in runs]),
+        "steps": spread([r["steps"] for r in runs]),
     }
     if "unseen_greedy_exact" in last[0]:
-        out["unseen_before"] = _spread([e["unseen_greedy_exact"] for e in first])
-        out["unseen_after"] = _spread([e["unseen_greedy_exact"] for e in last])
+        out["unseen_before"] = spread([e["unseen_greedy_exact"] for e in first])
+        out["unseen_after"] = spread([e["unseen_greedy_exact"] for e in last])
     if runs[0].get("sft_seconds"):
-        out["sft_minutes"] = _spread([r["sft_seconds"] / 60 for r in runs])
+        out["sft_minutes"] = spread([r["sft_seconds"] / 60 for r in runs])
     if "four_numbers" in runs[0]:
-        out["four_numbers_after"] = _spread([r["four_numbers"]["greedy_exact"] for r in runs])
+        out["four_numbers_after"] = spread([r["four_numbers"]["greedy_exact"] for r in runs])
     return out
 
 
@@ -185,8 +180,9 @@ def run_lm_benchmark(
     save: str | None = None,
     workers: int = 0,
     out: str | None = None,
+    parts: tuple[str, ...] = LM_PARTS,
 ) -> int:
-    """Run the three parts; returns 0 when the targets are met (always 0 with ``quick``).
+    """Run the ``parts``; returns 0 when the targets are met (always 0 with ``quick``).
 
     ``seeds``: seeds 0 .. seeds-1 of each recipe. ``minutes``: stop SmolLM2's training after this many minutes
     (None: the recipe's steps). ``save``: a results name or path (``minirl.results``). ``workers``: tiny-model
@@ -194,7 +190,23 @@ def run_lm_benchmark(
     record (``bench.finish``)."""
     if seeds < 1:
         raise ValueError(f"seeds must be >= 1; got {seeds}")
+    unknown = sorted(set(parts) - set(LM_PARTS))
+    if unknown or not parts:
+        raise ValueError(f"parts: unknown {unknown or 'none given'}; choose from {list(LM_PARTS)}")
     record = Record(save or "bench_lm", seeds=list(range(seeds)))
+    ok: dict[str, bool] = {}
+    if "tiny" in parts:
+        ok.update(_tiny_part(record, quick, seeds, workers, out))
+    if "smollm2" in parts:
+        ok.update(_smollm2_part(record, quick, seeds, minutes, out))
+    if "reasoning" in parts:
+        from minirl.bench.reasoning_rl import reasoning_part
+
+        ok.update(reasoning_part(record, range(seeds), quick=quick, save=save is not None, key="reasoning"))
+    return finish(record, ok, save, quick, out)
+
+
+def _tiny_part(record: Record, quick: bool, seeds: int, workers: int, out: str | None) -> dict[str, bool]:
     tiny = RECIPES["tiny"]
     quick_tiny = dict(sft_steps=10, prompts_per_step=4, group_size=4, eval_every=0, steps=3, eval_prompts=20)
     t_run = tiny.with_(**quick_tiny) if quick else tiny.with_(eval_prompts=HELD_OUT)
@@ -208,7 +220,10 @@ def run_lm_benchmark(
         tiny_summary,
     )
     record.figures["tiny"] = {"settings": dataclasses.asdict(t_run), "summary": tiny_summary, "runs": tiny_runs}
+    return {"tiny: mean >= 95%": tiny_summary["after"]["mean"] >= 0.95}
 
+
+def _smollm2_part(record: Record, quick: bool, seeds: int, minutes: float | None, out: str | None) -> dict[str, bool]:
     kind = model_kind(SMOLLM2_ALIAS)  # the GPU recipe when CUDA is available
     pre = RECIPES[kind]
     quick_smol = dict(prompts_per_step=2, group_size=2, max_new_tokens=8, eval_every=0, steps=2, eval_prompts=4)
@@ -255,9 +270,5 @@ def run_lm_benchmark(
         record.figures["step_cost"] = costs
 
     within = [r["train_seconds"] <= 60 * TARGET_MINUTES for r in smol_runs]
-    ok = {
-        "tiny: mean >= 95%": tiny_summary["after"]["mean"] >= 0.95,
-        f"SmolLM2: mean >= 90% within {TARGET_MINUTES:.0f} min of training": smol_summary["after"]["mean"] >= 0.90
-        and all(within),
-    }
-    return finish(record, ok, save, quick, out)
+    target = f"SmolLM2: mean >= 90% within {TARGET_MINUTES:.0f} min of training"
+    return {target: smol_summary["after"]["mean"] >= 0.90 and all(within)}
