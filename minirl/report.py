@@ -201,7 +201,7 @@ def _lm(data: dict, model: str) -> tuple[dict, list[dict]]:
 def lm_smollm2_cpu() -> str:
     data = _load("bench_lm")
     if data is None:
-        return missing("bench_lm", "minirl bench --lm --seeds 3 --save")
+        return missing("bench_lm", "minirl bench --lm --seeds 3 --parts tiny,smollm2 --save")
     if data["figures"]["smollm2"]["recipe"] != "pretrained":
         return "*The stored `results/bench_lm.json` was measured with the GPU recipe; see below.*"
     summary, runs = _lm(data, "smollm2")
@@ -278,7 +278,7 @@ def _n_unseen(kind: str) -> int:
 def lm_step_cost() -> str:
     data = _load("bench_lm")
     if data is None or "step_cost" not in data["figures"]:
-        return missing("bench_lm", "minirl bench --lm --seeds 3 --save")
+        return missing("bench_lm", "minirl bench --lm --seeds 3 --parts tiny,smollm2 --save")
     c = data["figures"]["step_cost"]
     names = {
         "recipe": "the CPU recipe: top 10 blocks, no KL, 10-token budget",
@@ -311,7 +311,7 @@ def lm_step_cost() -> str:
 def lm_tiny() -> str:
     data = _load("bench_lm")
     if data is None:
-        return missing("bench_lm", "minirl bench --lm --seeds 3 --save")
+        return missing("bench_lm", "minirl bench --lm --seeds 3 --parts tiny,smollm2 --save")
     summary, runs = _lm(data, "tiny")
     s = data["figures"]["tiny"]["settings"]
     rows = [
@@ -508,7 +508,7 @@ def reasoning() -> str:
         and f["hack_proxy"] > f["honest_proxy"],
     }
     verdicts = "; ".join(f"{text}: {'met' if ok else '**not met**'}" for text, ok in targets.items())
-    verdicts += " (each on this one seed; the issue asks for three)"
+    verdicts += " (each on this one seed; over three seeds: the next table)"
     out = [
         f"SmolLM2-135M-Instruct on 2 CPU cores, sums of single digits answered with a `<think>` scratchpad (notebook "
         f"10 in full mode, one seed). Held-out greedy accuracy on {f['n_eval']} problems of each length; the base "
@@ -529,6 +529,118 @@ def reasoning() -> str:
     ]
     if base4_data:
         out.append(provenance(base4_data))
+    return "\n".join(out)
+
+
+def _notebook_seed(f: Mapping[str, Any]) -> dict[str, Any]:
+    """Notebook 10's full run (seed 0) in the keys of a ``minirl.bench.reasoning_rl`` run."""
+    return {
+        "warm": {"steps": f["sft_steps"], "seconds": f["sft_seconds"], "sum3": f["think3"], "sum4": f["think4"]},
+        "thinking": {
+            "sum3": f["rl3"],
+            "sum4": f["rl4"],
+            "run": {"steps": f["rl_steps"], "train_seconds": f["rl_seconds"]},
+            "pass_before": {"pass@1": f["pass_before"][0], "pass@8": f["pass_before"][7]},
+            "pass_after": {"pass@1": f["pass_after"][0], "pass@8": f["pass_after"][7]},
+        },
+        "control": {"steps": f["control_steps"], "sum3": f["control3"], "sum4": f["control4"]},
+    }
+
+
+def _get(run: Any, path: tuple[str, ...]) -> Any:
+    """``run[path[0]][path[1]]...``, or None where a key is missing (an arm that seed did not run)."""
+    for key in path:
+        if not isinstance(run, Mapping) or key not in run:
+            return None
+        run = run[key]
+    return run
+
+
+def _mean_std(values: list[float]) -> str:
+    import numpy as np
+
+    if len(values) < 2:
+        return pct(values[0], 0) if values else ""
+    return f"{pct(float(np.mean(values)), 0)} ± {100 * float(np.std(values, ddof=1)):.0f}"
+
+
+# notebook 10's arms, each row: (key, label, accuracy, steps) as paths into a reasoning_rl run
+REASONING_ARMS = [
+    ("warm", "worked warm start (3-number sums)", ("warm", "sum4"), ("warm", "steps")),
+    ("thinking", "+ thinking GRPO on 4-number sums", ("thinking", "sum4"), ("thinking", "run", "steps")),
+    ("control", "+ supervised steps instead (the control)", ("control", "sum4"), ("control", "steps")),
+    ("answer_warm", "bare-answer warm start, the same time", ("answer-only", "warm", "sum4"),
+     ("answer-only", "warm", "steps")),
+    ("answer", "+ answer-only GRPO on 4-number sums", ("answer-only", "sum4"), ("answer-only", "run", "steps")),
+]  # fmt: skip
+
+
+def _reasoning_targets(means: dict[str, float], base: Mapping[str, float], minutes: float) -> str:
+    targets = {}
+    if "thinking" in means:
+        rise = means["thinking"] - base["think_sum4"]
+        label = f"a rise of at least 50 points within 15 min ({100 * rise:+.0f} points; longest seed {minutes:.1f} min)"
+        targets[label] = rise >= 0.5 and minutes <= 15
+    for other, name in (("control", "the control"), ("answer", "answer-only at equal time")):
+        if "thinking" in means and other in means:
+            gap = means["thinking"] - means[other]
+            targets[f"thinking GRPO at least 15 points above {name} ({100 * gap:+.0f})"] = gap >= 0.15
+    return "; ".join(f"{text}: {'met' if ok else '**not met**'}" for text, ok in targets.items())
+
+
+def reasoning_seeds() -> str:
+    """Notebook 10's arms over seeds: seed 0 is the notebook's full run (its answer-only arm from a bench record of
+    its own), the other seeds ``minirl.bench.reasoning_rl``'s; mean ± std and the targets on the means."""
+    bench, notebook = _load("bench_reasoning"), _load("notebook_10_full_cpu")
+    seed0_answer = _load("bench_reasoning_seed0_answer_only")
+    if bench is None or notebook is None:
+        command = "python -m minirl.bench.reasoning_rl --seeds 1 2 --arms thinking control answer-only --save"
+        return missing("bench_reasoning", command)
+    seeds = {0: _notebook_seed(notebook["figures"])}
+    if seed0_answer is not None:
+        seeds[0]["answer-only"] = seed0_answer["figures"]["runs"][0]["answer-only"]
+    seeds.update({run["seed"]: run for run in bench["figures"]["runs"]})
+    order = sorted(seeds)
+    means: dict[str, float] = {}
+    base = bench["figures"]["base"]
+    both = f"{pct(base['think_sum4'], 0)} with a scratchpad, {pct(base['answer_sum4'], 0)} answer only"
+    rows = [["the base model (greedy: the same for every seed)", *([""] * len(order)), both]]
+    for key, label, acc, steps in REASONING_ARMS:
+        values = [_get(seeds[s], acc) for s in order]
+        cells = ["" if a is None else f"{pct(a, 0)} ({_get(seeds[s], steps)} steps)" for s, a in zip(order, values)]
+        found = [a for a in values if a is not None]
+        rows.append([label, *cells, _mean_std(found)])
+        if len(found) == len(order):
+            means[key] = sum(found) / len(found)
+    for when, label in (("pass_before", "after the warm start"), ("pass_after", "after thinking GRPO")):
+        pairs = [
+            (_get(seeds[s], ("thinking", when, "pass@1")), _get(seeds[s], ("thinking", when, "pass@8"))) for s in order
+        ]
+        cells = [f"{pct(p1, 0)} / {pct(p8, 0)}" for p1, p8 in pairs]
+        mean = f"{_mean_std([p[0] for p in pairs])} / {_mean_std([p[1] for p in pairs])}"
+        rows.append([f"pass@1 / pass@8 {label} (sampled, T = 1)", *cells, mean])
+    minutes = max(
+        (_get(seeds[s], ("warm", "seconds")) + _get(seeds[s], ("thinking", "run", "train_seconds"))) / 60 for s in order
+    )
+    settings = bench["figures"]["settings"]
+    out = [
+        f"The same arms over seeds {', '.join(map(str, order))}. Each GRPO run and the control train for "
+        f"{_seconds(settings['rl_seconds']) if settings['rl_seconds'] else str(settings['rl_steps']) + ' steps'} "
+        "after the warm start; answer-only spends the same two times on bare "
+        "answers (an 8-token budget). Seed 0 is notebook 10's full run (its answer-only arm measured on its own); "
+        f"the others come from `minirl.bench.reasoning_rl`. {settings['n_eval']} held-out problems, greedy (pass@k: "
+        f"the first {settings['pass_prompts']}, {settings['samples']} samples each); in brackets the steps each "
+        "stage took:",
+        "",
+        table(["4-number sums", *(f"seed {s}" for s in order), "mean ± std (points)"], rows),
+        "",
+        f"Targets of issue 22 on the means over these seeds: {_reasoning_targets(means, base, minutes)}.",
+        "",
+        provenance(notebook),
+        provenance(bench),
+    ]
+    if seed0_answer is not None:
+        out.append(provenance(seed0_answer))
     return "\n".join(out)
 
 
@@ -593,6 +705,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "trl": trl,
     "notebooks": notebooks,
     "reasoning": reasoning,
+    "reasoning_seeds": reasoning_seeds,
 }
 
 

@@ -11,7 +11,8 @@ def test_bench_lm_quick_reports_both_models_and_saves_a_record(tmp_path, monkeyp
 
     monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
     kept = tmp_path / "bench"
-    assert main(["bench", "--lm", "--quick", "--seeds", "1", "--save", "--out", str(kept)]) == 0
+    argv = ["bench", "--lm", "--parts", "tiny,smollm2", "--quick", "--seeds", "1", "--save", "--out", str(kept)]
+    assert main(argv) == 0
     out = capsys.readouterr().out
     for line in (
         "1. Tiny model",

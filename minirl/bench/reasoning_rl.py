@@ -298,10 +298,8 @@ def _report(runs: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     base = summary["base"]
     print(f"  base model: {base['think_sum4']:.1%} with a scratchpad, {base['answer_sum4']:.1%} answer only")
     for r in runs:
-        parts = [f"seed {r['seed']}:"]
-        if "warm" in r:
-            w = r["warm"]
-            parts.append(f"warm start {w['steps']} steps {w['seconds']:.0f} s -> {w['sum4']:.0%};")
+        w = r["warm"]  # every seed has one
+        parts = [f"seed {r['seed']}: warm start {w['steps']} steps {w['seconds']:.0f} s -> {w['sum4']:.0%};"]
         if "thinking" in r:
             t = r["thinking"]
             parts.append(f"GRPO {t['run']['steps']} steps {t['run']['train_seconds']:.0f} s -> {t['sum4']:.0%};")
