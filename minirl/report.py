@@ -547,50 +547,50 @@ def _notebook_seed(f: Mapping[str, Any]) -> dict[str, Any]:
     }
 
 
-def _get(run: Any, path: tuple[str, ...]) -> Any:
-    """``run[path[0]][path[1]]...``, or None where a key is missing (an arm that seed did not run)."""
-    for key in path:
-        if not isinstance(run, Mapping) or key not in run:
-            return None
-        run = run[key]
-    return run
-
-
 def _mean_std(values: list[float]) -> str:
-    import numpy as np
+    """``70% ± 14`` over seeds (one value alone, none: empty)."""
+    from minirl.bench import spread
 
     if len(values) < 2:
         return pct(values[0], 0) if values else ""
-    return f"{pct(float(np.mean(values)), 0)} ± {100 * float(np.std(values, ddof=1)):.0f}"
+    return pm(spread(values), 0)
 
 
-# notebook 10's arms, each row: (key, label, accuracy, steps) as paths into a reasoning_rl run
+# notebook 10's arms, each row: (label, accuracy, steps) as paths into a reasoning_rl run
 REASONING_ARMS = [
-    ("warm", "worked warm start (3-number sums)", ("warm", "sum4"), ("warm", "steps")),
-    ("thinking", "+ thinking GRPO on 4-number sums", ("thinking", "sum4"), ("thinking", "run", "steps")),
-    ("control", "+ supervised steps instead (the control)", ("control", "sum4"), ("control", "steps")),
-    ("answer_warm", "bare-answer warm start, the same time", ("answer-only", "warm", "sum4"),
-     ("answer-only", "warm", "steps")),
-    ("answer", "+ answer-only GRPO on 4-number sums", ("answer-only", "sum4"), ("answer-only", "run", "steps")),
-]  # fmt: skip
+    ("worked warm start (3-number sums)", ("warm", "sum4"), ("warm", "steps")),
+    ("+ thinking GRPO on 4-number sums", ("thinking", "sum4"), ("thinking", "run", "steps")),
+    ("+ supervised steps instead (the control)", ("control", "sum4"), ("control", "steps")),
+    ("bare-answer warm start, the same time", ("answer-only", "warm", "sum4"), ("answer-only", "warm", "steps")),
+    ("+ answer-only GRPO on 4-number sums", ("answer-only", "sum4"), ("answer-only", "run", "steps")),
+]
 
 
-def _reasoning_targets(means: dict[str, float], base: Mapping[str, float], minutes: float) -> str:
-    targets = {}
-    if "thinking" in means:
-        rise = means["thinking"] - base["think_sum4"]
-        label = f"a rise of at least 50 points within 15 min ({100 * rise:+.0f} points; longest seed {minutes:.1f} min)"
-        targets[label] = rise >= 0.5 and minutes <= 15
-    for other, name in (("control", "the control"), ("answer", "answer-only at equal time")):
-        if "thinking" in means and other in means:
-            gap = means["thinking"] - means[other]
-            targets[f"thinking GRPO at least 15 points above {name} ({100 * gap:+.0f})"] = gap >= 0.15
-    return "; ".join(f"{text}: {'met' if ok else '**not met**'}" for text, ok in targets.items())
+def _reasoning_verdicts(runs: list[dict[str, Any]], base: dict[str, float], minutes: float) -> str:
+    """``minirl.bench.reasoning_rl``'s targets on these runs, each said with the figure it reads."""
+    from minirl.bench.reasoning_rl import check_targets, summarize
+
+    summary = summarize(runs, base)
+    mean = {k: v["mean"] for k, v in summary.items() if isinstance(v, dict) and "mean" in v}
+    gap = {k: 100 * (mean["thinking_sum4"] - mean.get(k, float("nan"))) for k in ("control_sum4", "answer_sum4")}
+    texts = {
+        "thinking: 4-number accuracy +50 points within 15 min": "a rise of at least 50 points within 15 min "
+        f"({100 * (mean.get('thinking_sum4', float('nan')) - base['think_sum4']):+.0f} points; longest seed "
+        f"{minutes:.1f} min)",
+        "GRPO >= 15 points over the supervised control": "thinking GRPO at least 15 points above the control "
+        f"({gap['control_sum4']:+.0f})",
+        "thinking >= 15 points over answer-only": "thinking GRPO at least 15 points above answer-only at equal "
+        f"time ({gap['answer_sum4']:+.0f})",
+    }
+    targets = check_targets(runs, summary)
+    return "; ".join(f"{texts.get(name, name)}: {'met' if ok else '**not met**'}" for name, ok in targets.items())
 
 
 def reasoning_seeds() -> str:
     """Notebook 10's arms over seeds: seed 0 is the notebook's full run (its answer-only arm from a bench record of
     its own), the other seeds ``minirl.bench.reasoning_rl``'s; mean ± std and the targets on the means."""
+    from minirl.bench.reasoning_rl import nested
+
     bench, notebook = _load("bench_reasoning"), _load("notebook_10_full_cpu")
     seed0_answer = _load("bench_reasoning_seed0_answer_only")
     if bench is None or notebook is None:
@@ -601,27 +601,20 @@ def reasoning_seeds() -> str:
         seeds[0]["answer-only"] = seed0_answer["figures"]["runs"][0]["answer-only"]
     seeds.update({run["seed"]: run for run in bench["figures"]["runs"]})
     order = sorted(seeds)
-    means: dict[str, float] = {}
+    runs = [seeds[s] for s in order]
     base = bench["figures"]["base"]
     both = f"{pct(base['think_sum4'], 0)} with a scratchpad, {pct(base['answer_sum4'], 0)} answer only"
     rows = [["the base model (greedy: the same for every seed)", *([""] * len(order)), both]]
-    for key, label, acc, steps in REASONING_ARMS:
-        values = [_get(seeds[s], acc) for s in order]
-        cells = ["" if a is None else f"{pct(a, 0)} ({_get(seeds[s], steps)} steps)" for s, a in zip(order, values)]
-        found = [a for a in values if a is not None]
-        rows.append([label, *cells, _mean_std(found)])
-        if len(found) == len(order):
-            means[key] = sum(found) / len(found)
+    for label, acc, steps in REASONING_ARMS:
+        values = [nested(r, acc) for r in runs]
+        cells = ["" if a is None else f"{pct(a, 0)} ({nested(r, steps)} steps)" for r, a in zip(runs, values)]
+        rows.append([label, *cells, _mean_std([a for a in values if a is not None])])
     for when, label in (("pass_before", "after the warm start"), ("pass_after", "after thinking GRPO")):
-        pairs = [
-            (_get(seeds[s], ("thinking", when, "pass@1")), _get(seeds[s], ("thinking", when, "pass@8"))) for s in order
-        ]
+        pairs = [[nested(r, ("thinking", when, f"pass@{k}")) for k in (1, 8)] for r in runs]
         cells = [f"{pct(p1, 0)} / {pct(p8, 0)}" for p1, p8 in pairs]
         mean = f"{_mean_std([p[0] for p in pairs])} / {_mean_std([p[1] for p in pairs])}"
         rows.append([f"pass@1 / pass@8 {label} (sampled, T = 1)", *cells, mean])
-    minutes = max(
-        (_get(seeds[s], ("warm", "seconds")) + _get(seeds[s], ("thinking", "run", "train_seconds"))) / 60 for s in order
-    )
+    minutes = max((nested(r, ("warm", "seconds")) + nested(r, ("thinking", "run", "train_seconds"))) / 60 for r in runs)
     settings = bench["figures"]["settings"]
     out = [
         f"The same arms over seeds {', '.join(map(str, order))}. Each GRPO run and the control train for "
@@ -634,7 +627,7 @@ def reasoning_seeds() -> str:
         "",
         table(["4-number sums", *(f"seed {s}" for s in order), "mean ± std (points)"], rows),
         "",
-        f"Targets of issue 22 on the means over these seeds: {_reasoning_targets(means, base, minutes)}.",
+        f"Targets of issue 22 on the means over these seeds: {_reasoning_verdicts(runs, base, minutes)}.",
         "",
         provenance(notebook),
         provenance(bench),

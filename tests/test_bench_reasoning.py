@@ -2,7 +2,7 @@
 
 import pytest
 
-from minirl.bench.reasoning_rl import _summary, _targets, reasoning_part, run_seed
+from minirl.bench.reasoning_rl import check_targets, reasoning_part, run_seed, summarize
 from minirl.results import Record, load
 
 
@@ -35,7 +35,7 @@ TARGETS = {
 
 def test_summary_is_the_mean_and_sample_std_over_seeds():
     runs = [_run(0, 0.3, 0.8, 0.3, 0.2, 0.1, 0.9, 0.85), _run(1, 0.4, 0.9, 0.2, 0.3, 0.2, 0.95, 0.8)]
-    s = _summary(runs, BASE)
+    s = summarize(runs, BASE)
     # two values a and b: mean (a+b)/2, sample std |a-b|/sqrt(2); float64 arithmetic on a handful of numbers
     assert s["thinking_sum4"]["mean"] == pytest.approx(0.85, abs=1e-12)
     assert s["thinking_sum4"]["std"] == pytest.approx(0.1 / 2**0.5, abs=1e-12)
@@ -47,10 +47,10 @@ def test_summary_is_the_mean_and_sample_std_over_seeds():
 
 def test_targets_pass_and_fail_on_the_means():
     good = [_run(0, 0.3, 0.85, 0.3, 0.25, 0.1, 0.9, 0.85), _run(1, 0.3, 0.8, 0.3, 0.2, 0.2, 0.95, 0.8)]
-    assert _targets(good, _summary(good, BASE)) == dict.fromkeys(TARGETS, True)
+    assert check_targets(good, summarize(good, BASE)) == dict.fromkeys(TARGETS, True)
     # GRPO only 10 points over the control and 5 over answer-only; the hack's proxy lower than the honest run's
     bad = [_run(0, 0.3, 0.6, 0.5, 0.55, 0.1, 0.8, 0.85)]
-    assert _targets(bad, _summary(bad, BASE)) == {
+    assert check_targets(bad, summarize(bad, BASE)) == {
         "thinking: 4-number accuracy +50 points within 15 min": True,
         "GRPO >= 15 points over the supervised control": False,
         "thinking >= 15 points over answer-only": False,
@@ -58,13 +58,13 @@ def test_targets_pass_and_fail_on_the_means():
     }
     # the rise within 15 min: 60 s warm start + 900 s of GRPO is 16 min
     slow = [_run(0, 0.3, 0.85, 0.3, 0.2, 0.1, 0.9, 0.85, rl_s=900.0)]
-    assert not _targets(slow, _summary(slow, BASE))["thinking: 4-number accuracy +50 points within 15 min"]
+    assert not check_targets(slow, summarize(slow, BASE))["thinking: 4-number accuracy +50 points within 15 min"]
 
 
 def test_targets_cover_only_the_arms_that_ran():
     run = _run(0, 0.3, 0.85, 0.3, 0.2, 0.1, 0.9, 0.85)
     del run["control"], run["hack"]
-    assert set(_targets([run], _summary([run], BASE))) == {
+    assert set(check_targets([run], summarize([run], BASE))) == {
         "thinking: 4-number accuracy +50 points within 15 min",
         "thinking >= 15 points over answer-only",
     }

@@ -46,10 +46,13 @@ __all__ = [
     "ARMS",
     "QUICK_SETTINGS",
     "SETTINGS",
+    "check_targets",
     "measure_base",
+    "nested",
     "reasoning_part",
     "run_reasoning_benchmark",
     "run_seed",
+    "summarize",
 ]
 
 ARMS = ("thinking", "control", "answer-only", "hack")
@@ -221,19 +224,21 @@ def run_seed(  # noqa: PLR0915
     return out
 
 
-def _summary(runs: list[dict[str, Any]], base: dict[str, float]) -> dict[str, Any]:
+def nested(run: Any, path: tuple[str, ...]) -> Any:
+    """``run[path[0]][path[1]]...``, or None where a key is missing (an arm that seed did not run)."""
+    for key in path:
+        if not isinstance(run, dict) or key not in run:
+            return None
+        run = run[key]
+    return run
+
+
+def summarize(runs: list[dict[str, Any]], base: dict[str, float]) -> dict[str, Any]:
     """Mean and spread over seeds of each arm's held-out accuracy, and the differences the targets read."""
 
     def over(path: tuple[str, ...]) -> dict[str, float] | None:
-        values = []
-        for r in runs:
-            v: Any = r
-            for key in path:
-                if not isinstance(v, dict) or key not in v:
-                    return None
-                v = v[key]
-            values.append(v)
-        return spread(values)
+        values = [nested(r, path) for r in runs]
+        return None if any(v is None for v in values) else spread(values)
 
     out: dict[str, Any] = {"base": base}
     for name, path in {
@@ -269,7 +274,7 @@ def _summary(runs: list[dict[str, Any]], base: dict[str, float]) -> dict[str, An
     return out
 
 
-def _targets(runs: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, bool]:
+def check_targets(runs: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, bool]:
     """Issue 22's targets on the mean over seeds, for the arms that ran."""
     mean = {k: v["mean"] for k, v in summary.items() if isinstance(v, dict) and "mean" in v}
     targets = {}
@@ -359,11 +364,11 @@ def reasoning_part(
     figures.update(settings=s, arms=list(arms), seeds=list(seeds), base=base, runs=runs)
     for seed in seeds:
         runs.append(run_seed(seed, arms, s, device, progress=not quick))
-        figures["summary"] = _summary(runs, base)
+        figures["summary"] = summarize(runs, base)
         if save:
             record.save()
     _report(runs, figures["summary"])
-    return _targets(runs, figures["summary"])
+    return check_targets(runs, figures["summary"])
 
 
 def run_reasoning_benchmark(
