@@ -106,6 +106,27 @@ def test_the_lenient_verifier_is_gamed_by_listing_numbers_and_the_truth_is_not()
     assert lenient.max_reward == 1.0 and strict.max_reward == pytest.approx(1.2)
 
 
+def test_the_substring_verifier_pays_empty_and_partial_answers_and_cut_replies():
+    strict, lenient = task("sum"), task("sum", reward="substring")
+    prompt = strict.prompt((5, 9, 8))  # answer 22
+    replies = [
+        "<think>x</think> 22",  # right
+        "<think>x</think> 23",  # wrong: not a substring of "22"
+        "<think>x</think> 2",  # a partial answer: "2" in "22"
+        "<think>x</think>",  # the empty answer: "" in "22"
+        "<think>5 + 9 = 14. 14 + 8 =",  # cut inside the scratchpad: no </think>, so the answer is ""
+        "<think>a</think><think>b</think> 22",  # the text after the *last* </think>
+        "22",  # answer only: no </think>, so "" again
+        "<think>x</think> 122",
+    ]
+    assert lenient.rewards([prompt], [replies]).tolist() == [[1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0]]
+    assert strict.rewards([prompt], [replies])[0].tolist() == pytest.approx([1.2, 0.2, 0.2, 0, 0, 0, 0, 0.2])
+    assert lenient.is_correct([prompt], [replies])[0].tolist() == [True] + [False] * 7
+    assert lenient.max_reward == 1.0
+    with pytest.raises(ValueError, match="answers"):
+        lenient.substring_answer([prompt], [])
+
+
 def test_answer_kinds_name_the_failure():
     t = task("sum")
     prompt = t.prompt((5, 9, 8))
@@ -132,7 +153,7 @@ def test_a_worked_example_in_the_prompt_shows_the_asked_form():
     ("knobs", "words"),
     [
         ({"family": "mul"}, "family must be one of ('sum', 'word', 'add'); got 'mul'"),
-        ({"reward": "lenient"}, "reward must be one of ('strict', 'contains')"),
+        ({"reward": "lenient"}, "reward must be one of ('strict', 'substring', 'contains')"),
         ({"n_numbers": 9}, "n_numbers"),
         ({"digits": 0}, "digits"),
         ({"n_heldout": 10_000}, "n_heldout must leave training problems"),

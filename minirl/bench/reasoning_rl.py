@@ -8,9 +8,9 @@ seed it is given, on SmolLM2-135M-Instruct with the device's recipe (its prompt 
 - ``control``: from the same warm start, more supervised steps for as long as the thinking run's GRPO took.
 - ``answer-only``: a warm start on bare answers for as long as the worked one took, then answer-only GRPO on
   4-number sums for ``rl_seconds`` (an 8-token budget): the same wall time as ``thinking``, no scratchpad.
-- ``hack``: from the worked warm start, GRPO for ``rl_seconds`` on the lenient verifier (``reward="contains"``:
-  the right number anywhere in the reply); its proxy reward and strict accuracy on held-out problems, against
-  the thinking run's.
+- ``hack``: from the worked warm start, GRPO for ``rl_seconds`` on a lenient verifier (``hack_reward``; by
+  default ``"substring"``: the answer after ``</think>`` is a substring of the right one, so an empty answer
+  passes); its proxy reward and strict accuracy on held-out problems, against the thinking run's.
 
 Every accuracy is greedy, on the same ``n_eval`` held-out problems of 3 and of 4 numbers. Seed ``s`` seeds
 the warm starts, GRPO's draws and the pass@k samples with ``s`` and the control's prompts with ``s + 1``, as
@@ -70,6 +70,7 @@ SETTINGS: dict[str, Any] = {  # notebook 10's full mode
     "pass_prompts": 50,  # pass@k: samples per prompt on the first pass_prompts held-out problems
     "samples": 8,
     "answer_tokens": 8,  # the answer-only budget; the thinking one is THINKING_TOKENS
+    "hack_reward": "substring",  # the lenient verifier of the hack arm (toy_envs.reasoning.REASONING_REWARDS)
 }
 QUICK_SETTINGS = {
     **SETTINGS,
@@ -202,7 +203,7 @@ def run_seed(  # noqa: PLR0915
         bar.update()
     if "hack" in arms:
         m.restore(warm)
-        hackable = recipe.reasoning_task("sum", thinking=True, n_numbers=4, reward="contains")
+        hackable = recipe.reasoning_task("sum", thinking=True, n_numbers=4, reward=s["hack_reward"])
         h = m.grpo(hackable, seed, True, progress)
         strict = m.tasks[True][4]
         prompts = strict.eval_prompts(s["n_eval"])
