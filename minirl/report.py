@@ -483,6 +483,7 @@ def reasoning() -> str:
     base4_data = _load("reasoning_base_sum4")
     base4 = (base4_data or {}).get("figures", {}).get("table", {}).get("sum", {}).get("thinking", {})
     warm, rl_total = f["sft_seconds"], f["sft_seconds"] + f["rl_seconds"]
+    verifier = f"`{f.get('hack_verifier', 'contains')}`"  # records before the substring verifier used contains
     rows = [
         ["the base model, asked to think", "", pct(base3.get("greedy")), pct(base4.get("greedy"))],
         [f"warm start: {f['sft_steps']} supervised steps on worked 3-number sums", _seconds(warm),
@@ -493,8 +494,8 @@ def reasoning() -> str:
          pct(f["rl3"]), pct(f["rl4"])],
         [f"worked warm start + {f['control_steps']} more supervised steps (the control)", _seconds(rl_total),
          pct(f["control3"]), pct(f["control4"])],
-        [f"worked warm start + {f['hack_steps']} GRPO steps on the lenient verifier", _seconds(rl_total), "",
-         pct(f["hack_true"])],
+        [f"worked warm start + {f['hack_steps']} GRPO steps on the lenient verifier ({verifier})",
+         _seconds(rl_total), "", pct(f["hack_true"])],
     ]  # fmt: skip
     rise = f["rl4"] - base4["greedy"] if base4 else None
     above_control, below_honest = f["rl4"] - f["control4"], f["hack_true"] - f["rl4"]
@@ -520,8 +521,9 @@ def reasoning() -> str:
         "",
         f"pass@1 and pass@8 on 4-number sums ({min(f['n_eval'], 50)} problems × 8 samples): "
         f"{pct(f['pass_before'][0])} and {pct(f['pass_before'][7])} after the warm start, "
-        f"{pct(f['pass_after'][0])} and {pct(f['pass_after'][7])} after GRPO. The lenient verifier's run: proxy "
-        f"reward on the held-out problems {pct(f['hack_proxy'])} (the honest run's: {pct(f['honest_proxy'])}), "
+        f"{pct(f['pass_after'][0])} and {pct(f['pass_after'][7])} after GRPO. The lenient "
+        f"verifier's run ({verifier}): proxy reward on the held-out problems {pct(f['hack_proxy'])} "
+        f"(the honest run's: {pct(f['honest_proxy'])}), "
         f"greedy replies cut by the budget {pct(f['hack_truncated'], 0)} (honest: {pct(f['honest_truncated'], 0)}). "
         f"Targets of issue 22: {verdicts}.",
         "",
