@@ -639,6 +639,61 @@ def reasoning_seeds() -> str:
     return "\n".join(out)
 
 
+def reasoning_hack() -> str:
+    """The reward-hacking lab over seeds: seed 0 is notebook 10's full run, the others
+    ``minirl.bench.reasoning_rl --arms thinking hack``; the hacked run's strict accuracy and proxy reward
+    against the honest run's, and the target on the means."""
+    from minirl.bench.reasoning_rl import check_targets, nested, summarize
+
+    bench, notebook = _load("bench_reasoning_hack"), _load("notebook_10_full_cpu")
+    if bench is None or notebook is None:
+        return missing(
+            "bench_reasoning_hack", "python -m minirl.bench.reasoning_rl --seeds 1 2 --arms thinking hack --save"
+        )
+    f = notebook["figures"]
+    verifier = f.get("hack_verifier", "contains")
+    seeds = {0: _notebook_seed(f)}
+    seeds[0]["hack"] = {"strict": f["hack_true"], "proxy": f["hack_proxy"], "honest_proxy": f["honest_proxy"]}
+    seeds[0]["hack"]["run"] = {"steps": f["hack_steps"]}
+    seeds.update({run["seed"]: run for run in bench["figures"]["runs"]})
+    order = sorted(seeds)
+    runs = [seeds[s] for s in order]
+    rows = []
+    for label, path in (
+        ("honest run (strict verifier): strict accuracy", ("thinking", "sum4")),
+        ("honest run: proxy reward", ("hack", "honest_proxy")),
+        (f"hacked run (`{verifier}` verifier): strict accuracy", ("hack", "strict")),
+        ("hacked run: proxy reward", ("hack", "proxy")),
+    ):
+        values = [nested(r, path) for r in runs]
+        rows.append([label, *(pct(v, 0) for v in values), _mean_std(values)])
+    steps = ", ".join(
+        f"{nested(r, ('thinking', 'run', 'steps'))} / {nested(r, ('hack', 'run', 'steps'))}" for r in runs
+    )
+    summary = summarize(runs, bench["figures"]["base"])
+    verdicts = {k: v for k, v in check_targets(runs, summary).items() if k.startswith("hacked")}
+    mean = {k: v["mean"] for k, v in summary.items() if isinstance(v, dict) and "mean" in v}
+    met = "met" if all(verdicts.values()) and verdicts else "**not met**"
+    settings = bench["figures"]["settings"]
+    return "\n".join(
+        [
+            f"The reward-hacking lab over seeds {', '.join(map(str, order))}: from the same worked warm start, GRPO "
+            f"for {_seconds(settings['rl_seconds'])} on the strict verifier (the honest run) and on the lenient "
+            f"`{verifier}` verifier (the hacked run; steps, honest / hacked: {steps}). Held-out 4-number sums, "
+            f"{settings['n_eval']} problems, greedy; the proxy reward is the lenient verifier's on the same replies:",
+            "",
+            table(["4-number sums", *(f"seed {s}" for s in order), "mean ± std (points)"], rows),
+            "",
+            "Target of issue 22 on the means: the hacked run's strict accuracy at least 20 points below the honest "
+            f"run's ({100 * (mean['hack_strict'] - mean['thinking_sum4']):+.0f}) while its proxy reward is higher "
+            f"({100 * (mean['hack_proxy'] - mean['honest_proxy']):+.0f}), within 10 min of RL: {met}.",
+            "",
+            provenance(notebook),
+            provenance(bench),
+        ]
+    )
+
+
 NOTEBOOK_NAMES = {
     "01": "01_maze_and_expected_return",
     "02": "02_policy_gradient_on_the_maze",
@@ -701,6 +756,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "notebooks": notebooks,
     "reasoning": reasoning,
     "reasoning_seeds": reasoning_seeds,
+    "reasoning_hack": reasoning_hack,
 }
 
 
