@@ -39,7 +39,7 @@ from toy_envs.variable_sorting import VARIABLE_REWARDS, VariableLengthSortingTas
 if TYPE_CHECKING:
     from minirl.lm.recipes import LMRecipe
 
-__all__ = ["build_parser", "main", "text_recipe", "train_command"]
+__all__ = ["build_parser", "main", "text_recipe", "text_train_flags", "train_command"]
 
 TASKS = ("sorting", "variable_sorting", "maze", "text_sort", "text_add", "reasoning")
 TEXT_TASK_NAMES = ("text_sort", "text_add", "reasoning")
@@ -227,7 +227,7 @@ def run_summary(task: str, label: str, history: History) -> str:
 def text_recipe(args: argparse.Namespace) -> LMRecipe:
     """The model's recipe (``minirl.lm.recipes.recipe_for``) with the command line's choices on top
     (``--set kl_coef=...`` replaces the recipe's KL coefficient, ``--trainable-layers all`` trains every block)."""
-    from minirl.lm.recipes import recipe_for
+    from minirl.lm.recipes import model_kind, reasoning_recipe, recipe_for
 
     chosen = {
         "learning_rate": args.learning_rate,
@@ -236,19 +236,31 @@ def text_recipe(args: argparse.Namespace) -> LMRecipe:
         "group_size": args.group_size,
         "max_new_tokens": args.max_new_tokens,
         "sft_steps": args.sft_steps,
+        "sft_learning_rate": args.sft_learning_rate,
         "few_shot": args.few_shot,
         "eval_prompts": args.eval_prompts,
         "eval_every": args.eval_every,
         "kl_coef": _knob_changes(args.set).get("kl_coef"),
     }
     changes = {k: v for k, v in chosen.items() if v is not None}
-    if args.task == "reasoning" and args.thinking and args.max_new_tokens is None:
-        from minirl.lm.recipes import THINKING_TOKENS
-
-        changes["max_new_tokens"] = THINKING_TOKENS  # room for the scratchpad (README, "Reasoning")
     if args.trainable_layers is not None:
         changes["trainable_layers"] = None if args.trainable_layers == "all" else args.trainable_layers
-    return recipe_for(args.model, args.device).with_(**changes)
+    recipe = recipe_for(args.model, args.device)
+    if args.task == "reasoning":  # the scratchpad's budget, and notebook 10's knobs (README, "Reasoning")
+        recipe = reasoning_recipe(recipe, model_kind(args.model, args.device), args.thinking)
+    return recipe.with_(**changes)
+
+
+def text_train_flags(args: argparse.Namespace) -> dict:
+    """The ``TrainConfig`` fields a text-task run takes from the command line, over the recipe's: pass@k at each
+    evaluation (``TEXT_PASS_K``), the flags given, and for a reasoning run on the CPU recipe of a pretrained
+    model notebook 10's constant learning rate (``minirl.lm.recipes.REASONING_CHANGES``)."""
+    from minirl.lm.recipes import model_kind
+
+    given = {**TEXT_PASS_K, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)}
+    if args.task == "reasoning" and model_kind(args.model, args.device) == "pretrained":
+        given.setdefault("lr_schedule", "constant")
+    return given
 
 
 def _layers(text: str) -> int | str:
@@ -293,7 +305,7 @@ def _text_run(args: argparse.Namespace, algo: str, seed: int, *, warm_start: boo
     if sft is not None:
         print(f"SFT warm start: {recipe.sft_steps} steps, loss {sft.last('loss', 10):.3f} nats/token", flush=True)
     # every language-model run reports pass@k at its evaluations (README, "Diagnostics"), unless told otherwise
-    given = {**TEXT_PASS_K, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)}
+    given = text_train_flags(args)
     config = recipe.train_config(
         task, algo=recipe.algorithm(algo, **_knob_changes(args.set)), seed=seed, progress=not args.no_progress, **given
     )
@@ -1027,6 +1039,7 @@ def build_parser() -> argparse.ArgumentParser:
         t.add_argument("--few-shot", type=int, default=None, help="worked examples in each prompt")
         t.add_argument("--max-new-tokens", type=int, default=None, help="response length budget (tokens)")
         t.add_argument("--sft-steps", type=int, default=None, help="supervised warm-start steps before RL")
+        t.add_argument("--sft-learning-rate", type=float, default=None, help="the warm start's Adam step size")
         t.add_argument(
             "--trainable-layers", type=_layers, default=None, help="train only the top N transformer blocks, or 'all'"
         )

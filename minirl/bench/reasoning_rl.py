@@ -37,7 +37,7 @@ from tqdm.auto import tqdm
 
 from minirl.bench import finish, spread
 from minirl.lm.models import SMOLLM2_ALIAS
-from minirl.lm.recipes import RECIPES, THINKING_TOKENS, LMRecipe, model_kind, sft_warm_start
+from minirl.lm.recipes import REASONING_CHANGES, RECIPES, THINKING_TOKENS, LMRecipe, model_kind, sft_warm_start
 from minirl.pass_at_k import sampled_pass_at_k
 from minirl.results import Record, history_figures
 from minirl.train import evaluate, train
@@ -57,16 +57,16 @@ __all__ = [
 
 ARMS = ("thinking", "control", "answer-only", "hack")
 SETTINGS: dict[str, Any] = {  # notebook 10's full mode
-    "n_eval": 100,  # held-out problems per evaluation (each length)
-    "sft_steps": 20,  # worked-solution warm start, steps of sft_prompts demonstrations
-    "sft_prompts": 16,
-    "sft_learning_rate": 1e-4,
+    "n_eval": REASONING_CHANGES["eval_prompts"],  # held-out problems per evaluation (each length)
+    "sft_steps": REASONING_CHANGES["sft_steps"],  # worked-solution warm start, steps of sft_prompts demonstrations
+    "sft_prompts": REASONING_CHANGES["sft_prompts_per_step"],
+    "sft_learning_rate": REASONING_CHANGES["sft_learning_rate"],
     "rl_seconds": 600.0,  # each GRPO run's (and the control's) training time
     "rl_steps": 1000,  # an upper bound: the time ends a run first
-    "prompts": 4,  # GRPO: prompts x group replies a step
-    "group": 8,
-    "learning_rate": 3e-5,  # constant; the sorting recipe's 1e-4 undid the warm start (README, "Reasoning")
-    "eval_every": 6,
+    "prompts": REASONING_CHANGES["prompts_per_step"],  # GRPO: prompts x group replies a step
+    "group": REASONING_CHANGES["group_size"],
+    "learning_rate": REASONING_CHANGES["learning_rate"],  # constant (README, "Reasoning")
+    "eval_every": REASONING_CHANGES["eval_every"],
     "pass_prompts": 50,  # pass@k: samples per prompt on the first pass_prompts held-out problems
     "samples": 8,
     "answer_tokens": 8,  # the answer-only budget; the thinking one is THINKING_TOKENS

@@ -56,10 +56,12 @@ from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
 __all__ = [
     "LM_CHANGES",
+    "REASONING_CHANGES",
     "RECIPES",
     "LMRecipe",
     "lm_algorithm",
     "model_kind",
+    "reasoning_recipe",
     "recipe_for",
     "sft_warm_start",
 ]
@@ -137,6 +139,7 @@ class LMRecipe:
         kl_coef: β of the KL penalty to the initial model; replaces ``LM_CHANGES``'s.
         unseen_answers: whole answers held out of training (the task's ``n_unseen_answers``): a second,
             harder held-out set.
+        sft_prompts_per_step: demonstrations per warm-start step (None: ``prompts_per_step``).
     """
 
     learning_rate: float
@@ -154,6 +157,7 @@ class LMRecipe:
     trainable_layers: int | None
     kl_coef: float
     unseen_answers: int
+    sft_prompts_per_step: int | None = None
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -169,7 +173,7 @@ class LMRecipe:
             eval_every=self.eval_every,
             unseen_answers=self.unseen_answers,
         )
-        for name in ("threads", "trainable_layers"):
+        for name in ("threads", "trainable_layers", "sft_prompts_per_step"):
             if getattr(self, name) is not None:
                 check_positive_ints(**{name: getattr(self, name)})
         for name in ("learning_rate", "sft_learning_rate"):
@@ -231,15 +235,16 @@ class LMRecipe:
         return lm_algorithm(name, **{"kl_coef": self.kl_coef, **changes})
 
     def warm_start(self, policy, task, seed: int = 0, progress: bool = True) -> History | None:
-        """``sft_steps`` supervised steps on ``task``'s reference answers, ``prompts_per_step`` a step at
-        ``sft_learning_rate`` (``sft_warm_start``), in place; None when the recipe has none."""
+        """``sft_steps`` supervised steps on ``task``'s reference answers, ``sft_prompts_per_step`` (or
+        ``prompts_per_step``) a step at ``sft_learning_rate`` (``sft_warm_start``), in place; None when the recipe
+        has none."""
         if not self.sft_steps:
             return None
         return sft_warm_start(
             policy,
             task,
             self.sft_steps,
-            self.prompts_per_step,
+            self.sft_prompts_per_step or self.prompts_per_step,
             self.sft_learning_rate,
             seed=seed,
             threads=self.threads,
@@ -348,6 +353,30 @@ THINKING_TOKENS = 48
 """The response budget of a reasoning run with a scratchpad (``minirl train --task reasoning`` uses it unless
 ``--max-new-tokens``): every worked solution of the default families, its end token included, fits in it with
 SmolLM2's tokenizer (tests/test_reasoning.py checks it)."""
+
+
+REASONING_CHANGES: dict[str, Any] = {
+    "learning_rate": 3e-5,  # constant (``lr_schedule="constant"``): the sorting recipe's 1e-4 undid the warm start
+    "prompts_per_step": 4,
+    "group_size": 8,
+    "sft_steps": 20,  # the base model cannot write the scratchpad's form: a warm start on worked solutions first
+    "sft_prompts_per_step": 16,
+    "sft_learning_rate": 1e-4,
+    "eval_prompts": 100,
+    "eval_every": 6,
+}
+"""Notebook 10's knobs (README, "Reasoning: thinking tokens on SmolLM2"), on top of the CPU recipe of a
+pretrained model, for a reasoning run (``reasoning_recipe``; ``minirl train --task reasoning``)."""
+
+
+def reasoning_recipe(recipe: LMRecipe, kind: str, thinking: bool = True) -> LMRecipe:
+    """``recipe`` for a reasoning run: the scratchpad's budget ``THINKING_TOKENS`` when ``thinking``, and for the
+    CPU recipe of a pretrained model (``kind == "pretrained"``) notebook 10's knobs ``REASONING_CHANGES``. The
+    tiny model's recipe and the GPU one keep their own knobs (the GPU one is not measured on reasoning yet)."""
+    changes = dict(REASONING_CHANGES) if kind == "pretrained" else {}
+    if thinking:
+        changes["max_new_tokens"] = THINKING_TOKENS
+    return recipe.with_(**changes)
 
 
 def recipe_for(name_or_path: str | os.PathLike, device: str | torch.device | None = None) -> LMRecipe:
