@@ -694,6 +694,66 @@ def reasoning_hack() -> str:
     )
 
 
+FAMILY_NAMES = {"word": "two-step word problems", "add": "addition", "sum": "sums of single digits"}
+FAMILY_STAGES = {"base": "base model", "warm": "warm start", "rl": "+ GRPO"}
+
+
+def _family_cell(form: Mapping[str, Any] | None, stage: str) -> str:
+    """One form's accuracy at one stage of a ``reasoning_families`` run, with the stage's steps and time."""
+    if form is None:
+        return ""
+    if stage == "base":
+        return pct(form["base"]["exact"], 0)
+    part, exact = (form["warm"], form["warm"]["exact"]) if stage == "warm" else (form["run"], form["exact"])
+    return f"{pct(exact, 0)} ({part['steps']} steps, {_seconds(part.get('seconds', part.get('train_seconds')))})"
+
+
+def reasoning_families() -> str:
+    """Thinking vs answer-only GRPO on the word and addition families at equal wall time
+    (``minirl.bench.reasoning_families``): each form's held-out accuracy at each stage, per seed, with the
+    mean and the target on each family's mean."""
+    from minirl.bench.reasoning_families import check_targets
+
+    data = _load("bench_reasoning_families")
+    if data is None:
+        return missing("bench_reasoning_families", "python -m minirl.bench.reasoning_families --seeds 0 1 --save")
+    f = data["figures"]
+    s, runs, summary = f["settings"], f["runs"], f["summary"]
+    seeds = sorted({r["seed"] for r in runs})
+    rows = []
+    for family in summary:
+        name = FAMILY_NAMES.get(family, family) + (f" ({s['digits']} digits)" if family == "add" else "")
+        mine = {r["seed"]: r for r in runs if r["family"] == family}
+        for form in ("thinking", "answer-only"):
+            for stage, label in FAMILY_STAGES.items():
+                cells = [_family_cell(mine.get(seed, {}).get(form), stage) for seed in seeds]
+                rows.append([name, f"{form}: {label}", *cells, pm(summary[family][f"{form}_{stage}"], 0)])
+    met = check_targets(summary)
+    gaps = ", ".join(
+        f"{family} {100 * (v['thinking_rl']['mean'] - v['answer-only_rl']['mean']):+.0f} points "
+        f"({'met' if met[f'{family}: thinking >= 15 points over answer-only'] else '**not met**'})"
+        for family, v in summary.items()
+    )
+    return "\n".join(
+        [
+            f"Thinking against answer-only on the two other families, seeds {', '.join(map(str, seeds))}: each form "
+            f"warm-starts from the base model (thinking: {s['sft_steps']} steps of {s['sft_prompts']} worked "
+            "solutions; answer-only: bare answers for as long), then trains GRPO "
+            f"({s['prompts']} prompts × {s['group']} replies, learning rate {s['learning_rate']:g}, constant) for "
+            f"{_seconds(s['rl_seconds'])} (answer-only: as long as the thinking run took, evaluations included), "
+            f"on problems of the size it is evaluated on. {s['n_eval']} held-out problems, greedy; in brackets the "
+            "steps and wall time of each stage:",
+            "",
+            table(["family", "form: stage", *(f"seed {seed}" for seed in seeds), "mean ± std (points)"], rows),
+            "",
+            "Target of issue 22, thinking GRPO at least 15 points above answer-only GRPO at equal wall time, on "
+            f"each family's mean: {gaps}.",
+            "",
+            provenance(data),
+        ]
+    )
+
+
 NOTEBOOK_NAMES = {
     "01": "01_maze_and_expected_return",
     "02": "02_policy_gradient_on_the_maze",
@@ -757,6 +817,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "reasoning": reasoning,
     "reasoning_seeds": reasoning_seeds,
     "reasoning_hack": reasoning_hack,
+    "reasoning_families": reasoning_families,
 }
 
 
