@@ -722,6 +722,7 @@ def reasoning_families() -> str:
     seeds = sorted({r["seed"] for r in runs})
     rows = []
     for family in summary:
+        family = str(family)
         name = FAMILY_NAMES.get(family, family) + (f" ({s['digits']} digits)" if family == "add" else "")
         mine = {r["seed"]: r for r in runs if r["family"] == family}
         for form in ("thinking", "answer-only"):
