@@ -43,20 +43,27 @@ def pm(s: Mapping[str, float], digits: int = 1) -> str:
 
 
 def _load(name: str) -> dict[str, Any] | None:
+    """The record ``results/<name>.json``, with the file it was read from as ``file`` (None when missing)."""
     import json
 
     path = results_path(name)
-    return json.loads(path.read_text()) if path.exists() else None
+    return {**json.loads(path.read_text()), "file": path.name} if path.exists() else None
+
+
+def _where(data: Mapping[str, Any]) -> str:
+    """The record's file, and the name its command saved it under when it is kept under another one (a GPU's
+    ``minirl bench --lm --save`` beside the CPU's, say)."""
+    kept = f"`results/{data['file']}`"
+    if Path(data["file"]).stem == data["name"]:
+        return kept
+    return f"{kept} (the command saved it as `results/{data['name']}.json`; copied here under this name)"
 
 
 def provenance(data: Mapping[str, Any]) -> str:
-    line = f"*Measured: {summary_line(data)}; figures in `results/{data['name']}.json`.*"
+    where = f"{summary_line(data)}; figures in {_where(data)}."
     if data.get("stale"):
-        line = (
-            f"*Measured before this version of the code: {data['stale']}. {summary_line(data)}; "
-            f"figures in `results/{data['name']}.json`.*"
-        )
-    return line
+        return f"*Measured before this version of the code: {data['stale']}. {where}*"
+    return f"*Measured: {where}*"
 
 
 def missing(name: str, command: str) -> str:

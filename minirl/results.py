@@ -336,7 +336,7 @@ def show(name: str, keys: list[str] | None = None) -> dict[str, Any]:
     """Print a record's provenance and figures (only ``keys`` of ``figures`` when given); returns the figures."""
     data = load(name)
     figures = data["figures"] if keys is None else {k: data["figures"][k] for k in keys}
-    print(f"Recorded in results/{data['name']}.json: {summary_line(data)}")
+    print(f"Recorded in results/{results_path(name).name}: {summary_line(data)}")
     if data.get("stale"):
         print(f"  ({data['stale']})")
     for key, value in figures.items():
