@@ -205,74 +205,134 @@ def _lm(data: dict, model: str) -> tuple[dict, list[dict]]:
     return part["summary"], part["runs"]
 
 
+# how each SmolLM2 recipe's block reads: its name, the command that measures it, where its target's time is counted,
+# what the device adds to the recipe, and what its peak memory measures
+SMOLLM2_WORDS: dict[str, dict[str, str]] = {
+    "pretrained": {
+        "name": "The CPU recipe",
+        "command": "minirl bench --lm --seeds 3 --parts tiny,smollm2 --save",
+        "target_on": "2 CPU cores",
+        "device": "",
+        "memory": "peak memory",
+    },
+    "pretrained-cuda": {
+        "name": "The GPU recipe",
+        "command": "minirl bench --lm --parts smollm2 --seeds 3 --save bench_lm_gpu",
+        "target_on": "one GPU",
+        "device": "; float32 weights, bfloat16 autocast",
+        "memory": "peak GPU memory",
+    },
+}
+
+
 def lm_smollm2_cpu() -> str:
-    data = _load("bench_lm")
+    return _lm_smollm2("bench_lm", "pretrained")
+
+
+def lm_smollm2_gpu() -> str:
+    return _lm_smollm2("bench_lm_gpu", "pretrained-cuda")
+
+
+def _lm_smollm2(name: str, kind: str) -> str:
+    """SmolLM2 learning to sort with the recipe ``RECIPES[kind]`` over seeds, from the record ``name`` that
+    ``minirl bench --lm --parts smollm2`` wrote on the recipe's device."""
+    words = SMOLLM2_WORDS[kind]
+    data = _load(name)
     if data is None:
-        return missing("bench_lm", "minirl bench --lm --seeds 3 --parts tiny,smollm2 --save")
-    if data["figures"]["smollm2"]["recipe"] != "pretrained":
-        return "*The stored `results/bench_lm.json` was measured with the GPU recipe; see below.*"
+        return missing(name, words["command"])
+    if data["figures"]["smollm2"]["recipe"] != kind:
+        recipe = data["figures"]["smollm2"]["recipe"]
+        return f"*The stored `results/{name}.json` was measured with the `{recipe}` recipe, not `{kind}`.*"
     summary, runs = _lm(data, "smollm2")
-    settings = data["figures"]["smollm2"]["settings"]
     steps = sorted({int(e["step"]) for r in runs for e in r["evals"]})
-    rows = []
-    for r in runs:
-        curve = {int(e["step"]): e["greedy_exact"] for e in r["evals"]}
-        first, last = r["evals"][0], r["evals"][-1]
-        rows.append(
-            [
-                r["seed"],
-                *(pct(curve.get(k)) for k in steps),
-                f"{pct(first['unseen_greedy_exact'])} → {pct(last['unseen_greedy_exact'])}",
-                pct(r["four_numbers"]["greedy_exact"]),
-                f"{r['train_seconds'] / 60:.1f} min",
-                f"{r['s_per_step']:.1f} s ({r['gen_s_per_step']:.1f} + {r['update_s_per_step']:.1f})",
-                f"{r['peak_memory_gb']:.1f} GB",
-            ]
-        )
-    curve = [
-        pm(summary["after"]) if i == len(steps) - 1 else pm(summary["before"]) if i == 0 else ""
-        for i in range(len(steps))
-    ]
-    rows.append(
+    shown = _some_steps(steps)
+    when = "at each evaluation" if shown == steps else f"every {shown[1] - shown[0]} steps"
+    met = summary["after"]["mean"] >= 0.9 and all(r["train_seconds"] <= 1200 for r in runs)
+    return "\n".join(
         [
-            "mean ± std",
-            *curve,
-            f"{pm(summary['unseen_before'])} → {pm(summary['unseen_after'])}",
-            pm(summary["four_numbers_after"]),
-            f"{summary['train_minutes']['mean']:.1f} min",
-            f"{summary['s_per_step']['mean']:.1f} s",
+            _smollm2_intro(kind, data["figures"]["smollm2"]["settings"], runs, summary, when),
             "",
+            table(
+                _smollm2_header(shown, words["memory"]),
+                [*(_smollm2_row(r, shown) for r in runs), _smollm2_mean_row(summary, len(shown))],
+            ),
+            "",
+            f"Answers in the asked form: {pm(summary['format_before'])} before, {pm(summary['format_after'])} after. "
+            f"**Target** (≥ 90% held-out greedy accuracy, mean over seeds, within 20 minutes of training on "
+            f"{words['target_on']}): **{'met' if met else 'not met'}**.",
+            "",
+            provenance(data),
         ]
     )
-    header = [
+
+
+def _some_steps(steps: list[int], most: int = 5) -> list[int]:
+    """About ``most`` of a run's evaluation steps: evenly spaced from the first, and the last."""
+    stride = max(1, -(-(len(steps) - 1) // (most - 1)))
+    shown = steps[::stride]
+    return shown if shown[-1] == steps[-1] else [*shown, steps[-1]]
+
+
+def _smollm2_intro(kind: str, s: Mapping[str, Any], runs: list[dict], summary: dict, when: str) -> str:
+    """The recipe in words, then what the table's columns measure (accuracy ``when``: at which steps)."""
+    words = SMOLLM2_WORDS[kind]
+    blocks = "every weight" if s["trainable_layers"] is None else f"the top {s['trainable_layers']} of 30 blocks"
+    kl = f"KL {s['kl_coef']:g} to the initial model" if s["kl_coef"] else "no KL term"
+    return (
+        f'{words["name"]} (`RECIPES["{kind}"]`: {s["prompts_per_step"]} prompts × {s["group_size"]} responses a '
+        f"step, {blocks} training, {kl}, learning rate {s['learning_rate']:g} with a cosine decay over "
+        f"{runs[0]['steps']} steps{words['device']}), over {len(runs)} seeds. Held-out greedy accuracy on "
+        f'{s["eval_prompts"]} held-out problems {when}; "unseen answers": the {_n_unseen(kind)} problems whose sorted '
+        f'answer never occurs in training; "4 numbers": the trained model sorting 4 numbers, which it never trained '
+        f"on (the base model: {pct(summary['four_numbers_before']['greedy_exact'])}):"
+    )
+
+
+def _smollm2_header(steps: list[int], memory: str) -> list[str]:
+    return [
         "seed",
         *(f"step {k}" for k in steps),
         "unseen answers",
         "4 numbers, after",
         "training time",
         "s/step with evaluations (generation + update)",
-        "peak memory",
+        memory,
     ]
-    met = summary["after"]["mean"] >= 0.9 and all(r["train_seconds"] <= 1200 for r in runs)
-    out = [
-        f'The CPU recipe (`RECIPES["pretrained"]`: {settings["prompts_per_step"]} prompts × '
-        f"{settings['group_size']} responses a step, the top {settings['trainable_layers']} of 30 blocks training, "
-        f"no KL term, learning rate {settings['learning_rate']:g} with a cosine decay over {runs[0]['steps']} "
-        f"steps), over {len(runs)} seeds. Held-out greedy accuracy on {settings['eval_prompts']} held-out problems "
-        f'at each evaluation; "unseen answers": the {_n_unseen("pretrained")} problems whose sorted answer never '
-        f"occurs in training; "
-        f'"4 numbers": the trained model sorting 4 numbers, which it never trained on (the base model: '
-        f"{pct(summary['four_numbers_before']['greedy_exact'])}):",
-        "",
-        table(header, rows),
-        "",
-        f"Answers in the asked form: {pm(summary['format_before'])} before, {pm(summary['format_after'])} after. "
-        f"**Target** (≥ 90% held-out greedy accuracy, mean over seeds, within 20 minutes of training on 2 CPU "
-        f"cores): **{'met' if met else 'not met'}**.",
-        "",
-        provenance(data),
+
+
+def _per_step(total: float, gen: float | None = None, update: float | None = None) -> str:
+    """``6.2 s (2.6 + 2.8)``: one decimal, two under 2 s a step."""
+    d = 1 if total >= 2 else 2
+    return f"{total:.{d}f} s" + ("" if gen is None or update is None else f" ({gen:.{d}f} + {update:.{d}f})")
+
+
+def _smollm2_row(r: Mapping[str, Any], steps: list[int]) -> list[Any]:
+    """One seed: accuracy at ``steps``, unseen answers before → after, 4 numbers, time, step cost, memory."""
+    curve = {int(e["step"]): e["greedy_exact"] for e in r["evals"]}
+    first, last = r["evals"][0], r["evals"][-1]
+    return [
+        r["seed"],
+        *(pct(curve.get(k)) for k in steps),
+        f"{pct(first['unseen_greedy_exact'])} → {pct(last['unseen_greedy_exact'])}",
+        pct(r["four_numbers"]["greedy_exact"]),
+        _seconds(r["train_seconds"]),
+        _per_step(r["s_per_step"], r["gen_s_per_step"], r["update_s_per_step"]),
+        f"{r['peak_memory_gb']:.1f} GB",
     ]
-    return "\n".join(out)
+
+
+def _smollm2_mean_row(summary: Mapping[str, Any], n_steps: int) -> list[Any]:
+    curve = [""] * n_steps
+    curve[0], curve[-1] = pm(summary["before"]), pm(summary["after"])
+    return [
+        "mean ± std",
+        *curve,
+        f"{pm(summary['unseen_before'])} → {pm(summary['unseen_after'])}",
+        pm(summary["four_numbers_after"]),
+        _seconds(60 * summary["train_minutes"]["mean"]),
+        _per_step(summary["s_per_step"]["mean"]),
+        "",
+    ]
 
 
 def _n_unseen(kind: str) -> int:
@@ -372,49 +432,6 @@ def lm_tiny() -> str:
             provenance(data),
         ]
     )
-
-
-def lm_smollm2_gpu() -> str:
-    data = _load("smollm2_gpu_h100_before_fixes")
-    if data is None:
-        return missing("smollm2_gpu_h100_before_fixes", "minirl bench --lm --save (on a GPU)")
-    r = data["figures"]["recipe"]
-    sixty = data["figures"]["recipe_60_steps"]
-    out = [
-        f'The GPU recipe (`RECIPES["pretrained-cuda"]`: {r["samples_per_step"]} a step, every weight '
-        f"training, KL {r['kl_coef']:g}, learning rate {r['learning_rate']:g}, {r['steps']} steps; float32 weights, "
-        f"bfloat16 autocast), seed 0, {r['held_out_prompts']} held-out problems:",
-        "",
-        table(
-            ["", "before", f"after {r['steps']} steps"],
-            [
-                ["held-out greedy accuracy, 3 numbers", pct(r["before"]), f"**{pct(r['after'])}**"],
-                ["answer in the asked form", pct(r["format_before"], 0), pct(r["format_after"], 0)],
-                [
-                    "held-out greedy accuracy, 4 numbers (never trained on)",
-                    pct(r["four_numbers_before"], 0),
-                    pct(r["four_numbers_after"], 0),
-                ],
-            ],
-        ),
-        "",
-        f"{r['steps']} steps took {r['train_seconds']} s of training ({r['gen_s_per_step']} s generation + "
-        f"{r['update_s_per_step']} s update per step), {r['peak_gpu_memory_gb']} GB of GPU memory at the peak. A "
-        f"{sixty['steps']}-step run reached {pct(sixty['greedy_at_step_30'], 0)} at step 30 and "
-        f"{pct(sixty['greedy_from_step_50'], 0)} from step 50 ({pct(sixty['four_numbers_after'], 0)} on 4 numbers). "
-        f"A learning-rate sweep at the CPU's batch size (8 prompts × 8 responses, every weight training):",
-        "",
-    ]
-    sweep = data["figures"]["lr_sweep_8x8"]
-    out += [
-        table(
-            ["learning rate", "steps", "seed", "held-out greedy accuracy at the end"],
-            [[f"{x['learning_rate']:g}", x["steps"], x["seed"], pct(x["after"], 0)] for x in sweep],
-        ),
-        "",
-        provenance(data),
-    ]
-    return "\n".join(out)
 
 
 def trl() -> str:
