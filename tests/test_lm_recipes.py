@@ -17,36 +17,28 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def measured_settings() -> dict[str, dict]:
-    """The settings README's language-model figures were measured with (``results/bench_lm.json``)."""
-    figures = json.loads((ROOT / "results" / "bench_lm.json").read_text())["figures"]
-    return {"tiny": figures["tiny"]["settings"], figures["smollm2"]["recipe"]: figures["smollm2"]["settings"]}
+    """The settings README's language-model figures were measured with: ``results/bench_lm.json`` (the tiny model
+    and SmolLM2 on 2 CPU cores) and ``results/bench_lm_gpu.json`` (SmolLM2 on a GPU), by recipe."""
+    out = {}
+    for name in ("bench_lm", "bench_lm_gpu"):
+        figures = json.loads((ROOT / "results" / f"{name}.json").read_text())["figures"]
+        if "tiny" in figures:
+            out["tiny"] = figures["tiny"]["settings"]
+        out[figures["smollm2"]["recipe"]] = figures["smollm2"]["settings"]
+    return out
 
 
-def test_the_cpu_recipes_are_the_ones_readme_measured():
-    """A recipe changed without a new ``minirl bench --lm --save`` would leave README's figures describing
-    another run: re-measure (CONTRIBUTING, 'Measured figures'), then this test passes again."""
+def test_the_recipes_are_the_ones_readme_measured():
+    """A recipe changed without a new ``minirl bench --lm --save`` (on its device) would leave README's figures
+    describing another run: re-measure (CONTRIBUTING, 'Measured figures'), then this test passes again."""
     measured = measured_settings()
-    assert set(measured) == {"tiny", "pretrained"}
+    assert set(measured) == {"tiny", "pretrained", "pretrained-cuda"}
     for kind, values in measured.items():
         recipe = dataclasses.asdict(RECIPES[kind])
         # a setting added after the record must be left at the default that reproduces the measured run
         added = {name: recipe.pop(name) for name in set(recipe) - set(values)}
         assert added == dict.fromkeys(added) and set(added) <= {"sft_prompts_per_step"}, (kind, added)
         assert recipe == values, kind
-
-
-def test_the_gpu_recipe_is_the_one_its_stale_record_names():
-    """The GPU figures (labelled as measured before the fixes) came from these knobs; see README, 'SmolLM2 on a
-    GPU'."""
-    recipe = json.loads((ROOT / "results" / "smollm2_gpu_h100_before_fixes.json").read_text())["figures"]["recipe"]
-    cuda = RECIPES["pretrained-cuda"]
-    assert f"{cuda.prompts_per_step} prompts x {cuda.group_size} responses" == recipe["samples_per_step"]
-    assert (cuda.learning_rate, cuda.steps, cuda.kl_coef, cuda.eval_prompts) == (
-        recipe["learning_rate"],
-        recipe["steps"],
-        recipe["kl_coef"],
-        recipe["held_out_prompts"],
-    )
 
 
 def test_a_recipe_is_frozen_and_with_changes_a_copy():
