@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -582,14 +582,33 @@ def _mean_std(values: list[float]) -> str:
     return pm(spread(values), 0)
 
 
+Arm = tuple[str, tuple[str, ...], tuple[str, ...] | None]
+"""A row of a table over seeds: its label, the path to its value in a ``reasoning_rl`` run, the path to its steps."""
+
 # notebook 10's arms, each row: (label, accuracy, steps) as paths into a reasoning_rl run
-REASONING_ARMS = [
+REASONING_ARMS: list[Arm] = [
     ("worked warm start (3-number sums)", ("warm", "sum4"), ("warm", "steps")),
     ("+ thinking GRPO on 4-number sums", ("thinking", "sum4"), ("thinking", "run", "steps")),
     ("+ supervised steps instead (the control)", ("control", "sum4"), ("control", "steps")),
     ("bare-answer warm start, the same time", ("answer-only", "warm", "sum4"), ("answer-only", "warm", "steps")),
     ("+ answer-only GRPO on 4-number sums", ("answer-only", "sum4"), ("answer-only", "run", "steps")),
 ]
+
+
+def _arm_rows(runs: list[dict[str, Any]], arms: Sequence[Arm]) -> list[list[str]]:
+    """A row per arm (label, accuracy, steps: paths into a ``reasoning_rl`` run; steps may be None): the accuracy
+    of each run, with its steps in brackets, empty where the run lacks the arm; then the mean ± std over seeds."""
+    from minirl.bench.reasoning_rl import nested
+
+    rows = []
+    for label, path, steps in arms:
+        values = [nested(r, path) for r in runs]
+        cells = [
+            "" if v is None else pct(v, 0) + ("" if steps is None else f" ({nested(r, steps)} steps)")
+            for r, v in zip(runs, values)
+        ]
+        rows.append([label, *cells, _mean_std([v for v in values if v is not None])])
+    return rows
 
 
 def _reasoning_verdicts(runs: list[dict[str, Any]], base: dict[str, float], minutes: float) -> str:
@@ -631,10 +650,7 @@ def reasoning_seeds() -> str:
     base = bench["figures"]["base"]
     both = f"{pct(base['think_sum4'], 0)} with a scratchpad, {pct(base['answer_sum4'], 0)} answer only"
     rows = [["the base model (greedy: the same for every seed)", *([""] * len(order)), both]]
-    for label, acc, steps in REASONING_ARMS:
-        values = [nested(r, acc) for r in runs]
-        cells = ["" if a is None else f"{pct(a, 0)} ({nested(r, steps)} steps)" for r, a in zip(runs, values)]
-        rows.append([label, *cells, _mean_std([a for a in values if a is not None])])
+    rows += _arm_rows(runs, REASONING_ARMS)
     for when, label in (("pass_before", "after the warm start"), ("pass_after", "after thinking GRPO")):
         pairs = [[nested(r, ("thinking", when, f"pass@{k}")) for k in (1, 8)] for r in runs]
         cells = [f"{pct(p1, 0)} / {pct(p8, 0)}" for p1, p8 in pairs]
@@ -682,15 +698,15 @@ def reasoning_hack() -> str:
     seeds.update({run["seed"]: run for run in bench["figures"]["runs"]})
     order = sorted(seeds)
     runs = [seeds[s] for s in order]
-    rows = []
-    for label, path in (
-        ("honest run (strict verifier): strict accuracy", ("thinking", "sum4")),
-        ("honest run: proxy reward", ("hack", "honest_proxy")),
-        (f"hacked run (`{verifier}` verifier): strict accuracy", ("hack", "strict")),
-        ("hacked run: proxy reward", ("hack", "proxy")),
-    ):
-        values = [nested(r, path) for r in runs]
-        rows.append([label, *(pct(v, 0) for v in values), _mean_std(values)])
+    rows = _arm_rows(
+        runs,
+        [
+            ("honest run (strict verifier): strict accuracy", ("thinking", "sum4"), None),
+            ("honest run: proxy reward", ("hack", "honest_proxy"), None),
+            (f"hacked run (`{verifier}` verifier): strict accuracy", ("hack", "strict"), None),
+            ("hacked run: proxy reward", ("hack", "proxy"), None),
+        ],
+    )
     steps = ", ".join(
         f"{nested(r, ('thinking', 'run', 'steps'))} / {nested(r, ('hack', 'run', 'steps'))}" for r in runs
     )
@@ -715,6 +731,60 @@ def reasoning_hack() -> str:
             provenance(notebook),
             provenance(bench),
         ]
+    )
+
+
+REASONING_GPU = ("bench_reasoning_gpu_seed0", "bench_reasoning_gpu_seeds12")
+
+
+def reasoning_gpu() -> str:
+    """Notebook 10's thinking and hack arms on a GPU (``minirl.bench.reasoning_rl --arms thinking hack``, GRPO
+    shortened to the records' ``rl_seconds``), per seed: the warm start and thinking GRPO on held-out 4-number sums,
+    with their steps, and the hacked run's strict accuracy and proxy reward."""
+    records = [d for d in map(_load, REASONING_GPU) if d is not None]
+    if len(records) < len(REASONING_GPU):
+        command = "python -m minirl.bench.reasoning_rl --seeds 0 --arms thinking hack --save bench_reasoning_gpu_seed0"
+        return missing(REASONING_GPU[0], command + " (on a GPU; seeds 1 2 into bench_reasoning_gpu_seeds12)")
+    settings = [d["figures"]["settings"] for d in records]
+    if any(s != settings[0] for s in settings):
+        return f"*The records {', '.join(REASONING_GPU)} were measured with different settings: measure again.*"
+    runs = sorted((r for d in records for r in d["figures"]["runs"]), key=lambda r: r["seed"])
+    verifier = settings[0]["hack_reward"]
+    rows = _arm_rows(
+        runs,
+        [
+            *REASONING_ARMS[:2],
+            (f"hacked run (`{verifier}` verifier): strict accuracy", ("hack", "strict"), ("hack", "run", "steps")),
+            ("hacked run: proxy reward", ("hack", "proxy"), None),
+        ],
+    )
+    return "\n".join(
+        [
+            _reasoning_gpu_intro(settings[0], [r["seed"] for r in runs]),
+            "",
+            table(["4-number sums", *(f"seed {r['seed']}" for r in runs), "mean ± std (points)"], rows),
+            "",
+            *(provenance(d) for d in records),
+        ]
+    )
+
+
+def _reasoning_gpu_intro(s: Mapping[str, Any], seeds: list[int]) -> str:
+    """What ran: the GPU recipe's model settings with notebook 10's knobs, GRPO for ``rl_seconds`` an arm."""
+    from minirl.bench.reasoning_rl import SETTINGS
+
+    return (
+        f"Notebook 10's thinking and hack arms on one GPU, seeds {', '.join(map(str, seeds))} "
+        "(`minirl.bench.reasoning_rl --arms thinking hack`). The model is set up by the GPU recipe "
+        '(`RECIPES["pretrained-cuda"]`: its prompt, every weight training) and trained with notebook 10\'s knobs '
+        f"as they are (a warm start of {s['sft_steps']} steps of {s['sft_prompts']} worked 3-number sums at "
+        f"learning rate {s['sft_learning_rate']:g}, then GRPO on 4-number sums, {s['prompts']} prompts × "
+        f"{s['group']} replies a step at a constant learning rate {s['learning_rate']:g}), except that each GRPO "
+        f"run trains for {_seconds(s['rl_seconds'])} instead of {_seconds(SETTINGS['rl_seconds'])} (the records' "
+        "commands say so). This is that untuned combination, not a GPU reasoning recipe. The hacked run trains "
+        f"as long from the same warm start on the lenient `{s['hack_reward']}` verifier. Held-out greedy "
+        f"accuracy on {s['n_eval']} problems; in brackets the steps each stage took; the proxy reward is the "
+        "lenient verifier's on the hacked run's replies:"
     )
 
 
@@ -843,6 +913,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "reasoning_seeds": reasoning_seeds,
     "reasoning_hack": reasoning_hack,
     "reasoning_families": reasoning_families,
+    "reasoning_gpu": reasoning_gpu,
 }
 
 
