@@ -5,7 +5,9 @@ these files, and each file says how it was made:
 
 - ``command``: the exact command line that measured it;
 - ``commit`` (and ``dirty``: the tracked files with uncommitted changes when the measurement began), ``date`` (UTC);
-- ``machine``: CPU model and cores, torch threads, GPU (if any), Python, torch, transformers and TRL versions;
+- ``machine``: CPU model and cores, torch threads, GPU (if any), Python, torch, transformers and TRL versions,
+  and ``calibration``: how fast the machine multiplied float32 matrices just before the measurement (GFLOP/s
+  on so many threads, ``calibrate``; records made before it have none);
 - ``load``: how busy the machine was with *other* work during the measurement (``others_busy``: the share
   of all cores' time used by other processes; 0 = idle, 0.5 = one of two cores taken), so a timing made
   beside other jobs says so;
@@ -29,6 +31,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import re
@@ -40,13 +43,15 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from minirl.utils import atomic_write
 
 __all__ = [
+    "CALIBRATION_SECONDS",
     "RESULTS_DIR",
     "Record",
+    "calibrate",
     "full_mode",
     "git_commit",
     "history_figures",
@@ -138,6 +143,61 @@ def machine() -> dict[str, Any]:
     }
 
 
+CALIBRATION_SECONDS = 1.0
+"""How long a record's calibration runs (``calibrate``, when a ``Record`` is made); the tests shorten it."""
+
+CALIBRATION_SIZE = 512
+"""The calibration's matrices are ``CALIBRATION_SIZE × CALIBRATION_SIZE``: the size of a small transformer's
+matrix products (a hidden size of a few hundred)."""
+
+CALIBRATION_WARMUP = 3
+"""Products run before the clock starts (thread pools, caches, the kernel's first call)."""
+
+
+def _number(value: Any) -> TypeGuard[int | float]:
+    """A finite int or float (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def calibrate(seconds: float = 1.0, *, size: int = CALIBRATION_SIZE) -> dict[str, Any]:
+    """How fast this machine multiplies float32 matrices, at torch's current thread count.
+
+    After ``CALIBRATION_WARMUP`` products, ``C = A @ B`` with ``A``, ``B`` of shape ``[size, size]`` runs at least
+    once and until ``seconds`` have passed; each product is ``2 size³`` floating-point operations, so
+
+        gflops = 2 · size³ · products / elapsed_seconds / 10⁹
+
+    Returns ``{"gflops", "threads", "size", "seconds"}`` (``seconds``: the time actually measured). The keys are
+    always these; the value depends on the machine and on what else runs on it.
+    """
+    import torch
+
+    if not (_number(seconds) and seconds >= 0):
+        raise ValueError(f"seconds must be a finite number of seconds >= 0; got {seconds!r}")
+    if not (isinstance(size, int) and size >= 1):
+        raise ValueError(f"size must be a positive int (the matrices' side); got {size!r}")
+    generator = torch.Generator().manual_seed(0)
+    a = torch.rand(size, size, generator=generator)
+    b = torch.rand(size, size, generator=generator)
+    c = torch.empty(size, size)
+    for _ in range(CALIBRATION_WARMUP):
+        torch.mm(a, b, out=c)
+    products, start = 0, time.perf_counter()
+    while True:
+        torch.mm(a, b, out=c)
+        products += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            break
+    elapsed = max(elapsed, 1e-9)  # a clock that did not move: a huge figure rather than a division by zero
+    return {
+        "gflops": float(f"{2 * size**3 * products / elapsed / 1e9:.4g}"),
+        "threads": torch.get_num_threads(),
+        "size": size,
+        "seconds": round(elapsed, 3),
+    }
+
+
 class _LoadMeter:
     """The share of all cores' time that *other* processes used between ``start`` and ``stop``.
 
@@ -202,8 +262,10 @@ def _now() -> str:
 class Record:
     """One measurement in the making: ``figures`` to fill, provenance noted at ``save``.
 
-    The clock and the load meter start when the record is made; ``save`` writes
-    ``{name, command, commit, dirty, date, duration_s, machine, load, seeds, figures}``.
+    Making the record first calibrates the machine (``calibrate``, ``CALIBRATION_SECONDS``), then starts the clock
+    and the load meter; ``save`` writes ``{name, command, commit, dirty, date, duration_s, machine, load, seeds,
+    figures}``, with the calibration in ``machine["calibration"]`` (``calibrate``'s keys, and ``others_busy``: the
+    share of the cores other jobs used during it).
     """
 
     def __init__(
@@ -219,6 +281,10 @@ class Record:
         self.seeds = list(seeds) if seeds is not None else None
         self.notes = notes
         self.figures: dict[str, Any] = {}
+        # the machine's speed before the run loads it, and what other jobs took meanwhile (a busy core slows it);
+        # the clock and the run's load meter start after it
+        meter = _LoadMeter()
+        self._calibration = {**calibrate(CALIBRATION_SECONDS), "others_busy": meter.others_busy()}
         self._start = time.perf_counter()
         self._date = _now()
         self._load = _LoadMeter()
@@ -233,7 +299,7 @@ class Record:
             "dirty": self._dirty,
             "date": self._date,
             "duration_s": round(time.perf_counter() - self._start, 1),
-            "machine": machine(),
+            "machine": {**machine(), "calibration": self._calibration},
             "load": {"others_busy": self._load.others_busy()},
             "seeds": self.seeds,
             "figures": _jsonable(self.figures),

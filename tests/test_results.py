@@ -1,12 +1,24 @@
 """Results records (minirl.results): one JSON per measurement, with the command, commit, machine and load."""
 
 import json
+import math
 
 import pytest
+import torch
 
 import minirl.results
 from minirl.history import History
-from minirl.results import Record, history_figures, load, notebook_banner, record, results_path, show, summary_line
+from minirl.results import (
+    Record,
+    calibrate,
+    history_figures,
+    load,
+    notebook_banner,
+    record,
+    results_path,
+    show,
+    summary_line,
+)
 
 
 def test_a_record_keeps_its_figures_and_provenance(tmp_path, monkeypatch):
@@ -20,6 +32,9 @@ def test_a_record_keeps_its_figures_and_provenance(tmp_path, monkeypatch):
     assert data["figures"] == {"accuracy": {"before": 0.25, "after": None}}  # NaN is not JSON: None
     assert len(data["commit"]) == 40 and isinstance(data["dirty"], list)
     assert data["machine"]["cores"] >= 1 and data["machine"]["torch"]
+    calibration = data["machine"]["calibration"]
+    assert set(calibration) == {"gflops", "threads", "size", "seconds", "others_busy"}
+    assert calibration["gflops"] > 0 and calibration["threads"] == torch.get_num_threads()
     others = data["load"]["others_busy"]
     assert others is None or 0.0 <= others <= 1.0
     assert data["date"].endswith("Z") and data["duration_s"] >= 0
@@ -57,6 +72,18 @@ def test_show_prints_the_provenance_and_missing_records_name_the_file(tmp_path, 
         load("missing")
     with pytest.raises(ValueError, match="name must be a short file name"):
         Record("a b")
+
+
+def test_calibrate_times_float32_matrix_products():
+    cal = calibrate(0.02)
+    assert set(cal) == {"gflops", "threads", "size", "seconds"} and cal["size"] == 512
+    assert math.isfinite(cal["gflops"]) and cal["gflops"] > 0
+    assert cal["threads"] == torch.get_num_threads() and cal["seconds"] >= 0.02  # runs at least `seconds`
+    assert calibrate(0, size=8)["size"] == 8  # at least one product, however short
+    with pytest.raises(ValueError, match="seconds must be"):
+        calibrate(-1.0)
+    with pytest.raises(ValueError, match="size must be"):
+        calibrate(0.01, size=0)
 
 
 def test_history_figures_summarise_a_run():
