@@ -52,6 +52,7 @@ __all__ = [
     "RESULTS_DIR",
     "Record",
     "calibrate",
+    "calibration",
     "full_mode",
     "git_commit",
     "history_figures",
@@ -196,6 +197,25 @@ def calibrate(seconds: float = 1.0, *, size: int = CALIBRATION_SIZE) -> dict[str
         "size": size,
         "seconds": round(elapsed, 3),
     }
+
+
+def calibration(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A record's calibration (``machine["calibration"]``, see ``calibrate``), or None when it has none: the records
+    made before calibrations were kept, or one whose figure is not a positive number."""
+    found = (data.get("machine") or {}).get("calibration")
+    if not isinstance(found, Mapping):
+        return None
+    gflops, threads = found.get("gflops"), found.get("threads")
+    if not (_number(gflops) and gflops > 0):
+        return None
+    return {**found, "threads": threads if isinstance(threads, int) and threads >= 1 else None}
+
+
+def _speed(cal: Mapping[str, Any]) -> str:
+    """``115 GFLOP/s on 2 threads``."""
+    threads = cal.get("threads")
+    on = "" if threads is None else f" on {threads} thread{'s' if threads != 1 else ''}"
+    return f"{cal['gflops']:.0f} GFLOP/s{on}"
 
 
 class _LoadMeter:
@@ -387,9 +407,12 @@ def load(name: str) -> dict[str, Any]:
 
 
 def summary_line(data: Mapping[str, Any]) -> str:
-    """Where a record came from, in one line: machine, load, commit, date, command."""
+    """Where a record came from, in one line: machine (with its calibration's speed, on a CPU record that has one),
+    load, commit, date, command."""
     m = data.get("machine", {})
-    device = m.get("gpu") or f"{m.get('cores')} CPU cores ({m.get('cpu')})"
+    cal = calibration(data)
+    cpu = m.get("cpu") if cal is None else f"{m.get('cpu')}, {_speed(cal)}"
+    device = m.get("gpu") or f"{m.get('cores')} CPU cores ({cpu})"
     load = (data.get("load") or {}).get("others_busy")
     busy = "" if load is None else (", idle" if load < 0.1 else f", other jobs used {load:.0%} of the cores")
     if (m.get("nice") or 0) < 0 and load is not None and load >= 0.1:

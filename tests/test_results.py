@@ -40,7 +40,7 @@ def test_a_record_keeps_its_figures_and_provenance(tmp_path, monkeypatch):
     assert data["date"].endswith("Z") and data["duration_s"] >= 0
     assert load("demo") == data
     line = summary_line(data)
-    assert data["commit"][:7] in line and "minirl demo --seeds 2" in line
+    assert data["commit"][:7] in line and "minirl demo --seeds 2" in line and "GFLOP/s on" in line
     assert not list(tmp_path.glob(".*.tmp"))  # written through a temporary file, renamed
 
 
@@ -84,6 +84,30 @@ def test_calibrate_times_float32_matrix_products():
         calibrate(-1.0)
     with pytest.raises(ValueError, match="size must be"):
         calibrate(0.01, size=0)
+
+
+def _fake_record(gflops: float | None = None, **figures) -> dict:
+    data = {
+        "name": "notebook_42_full_cpu",
+        "command": "python -m minirl.results notebook x.ipynb",
+        "commit": "c" * 40,
+        "dirty": [],
+        "date": "2026-01-01T00:00:00Z",
+        "duration_s": 900.0,
+        "machine": {"cpu": "AMD EPYC", "cores": 2, "gpu": None},
+        "load": {"others_busy": 0.0},
+        "seeds": None,
+        "figures": figures,
+    }
+    if gflops is not None:
+        data["machine"]["calibration"] = {"gflops": gflops, "threads": 2, "size": 512, "seconds": 1.0}
+    return data
+
+
+def test_summary_line_gives_the_speed_when_the_record_has_a_calibration():
+    tail = "idle; commit ccccccc, 2026-01-01; `python -m minirl.results notebook x.ipynb`"
+    assert summary_line(_fake_record()) == f"2 CPU cores (AMD EPYC), {tail}"  # as the records before it read
+    assert summary_line(_fake_record(230.4)) == f"2 CPU cores (AMD EPYC, 230 GFLOP/s on 2 threads), {tail}"
 
 
 def test_history_figures_summarise_a_run():
