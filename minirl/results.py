@@ -7,7 +7,8 @@ these files, and each file says how it was made:
 - ``commit`` (and ``dirty``: the tracked files with uncommitted changes when the measurement began), ``date`` (UTC);
 - ``machine``: CPU model and cores, torch threads, GPU (if any), Python, torch, transformers and TRL versions,
   and ``calibration``: how fast the machine multiplied float32 matrices just before the measurement (GFLOP/s
-  on so many threads, ``calibrate``; records made before it have none);
+  on so many threads, ``calibrate``), so a time can be scaled to another machine (``time_note``; records made
+  before it have none);
 - ``load``: how busy the machine was with *other* work during the measurement (``others_busy``: the share
   of all cores' time used by other processes; 0 = idle, 0.5 = one of two cores taken), so a timing made
   beside other jobs says so;
@@ -53,16 +54,19 @@ __all__ = [
     "Record",
     "calibrate",
     "calibration",
+    "expected_time",
     "full_mode",
     "git_commit",
     "history_figures",
     "load",
+    "local_calibration",
     "machine",
     "notebook_banner",
     "record",
     "results_path",
     "show",
     "summary_line",
+    "time_note",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -522,6 +526,116 @@ def full_mode(number: str, lines: Mapping[str, str], device: str = "cpu") -> Non
         except KeyError as err:
             raise KeyError(f"results/{path.name} has no figure {err}; it has {sorted(figures)}") from None
         print(f"  {label}: {text}")
+
+
+# ---- how long a notebook's cell takes here -------------------------------------------------------------------
+
+_LOCAL_CALIBRATIONS: dict[int, dict[str, Any]] = {}
+
+
+def local_calibration(threads: int | None = None) -> dict[str, Any]:
+    """This machine's calibration (``calibrate(CALIBRATION_SECONDS)``) on ``threads`` torch threads (None: torch's
+    current count; never more than the machine's cores), measured once per process and thread count, then kept.
+    torch's thread count is restored afterwards."""
+    import torch
+
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive int or None; got {threads!r}")
+    current = torch.get_num_threads()
+    wanted = current if threads is None else min(threads, os.cpu_count() or 1)
+    if wanted not in _LOCAL_CALIBRATIONS:
+        torch.set_num_threads(wanted)
+        try:
+            _LOCAL_CALIBRATIONS[wanted] = calibrate(CALIBRATION_SECONDS)
+        finally:
+            torch.set_num_threads(current)
+    return _LOCAL_CALIBRATIONS[wanted]
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``9.8 min``, ``20 min``, ``2.5 h``: whole seconds under two minutes, then minutes (one decimal
+    under ten), then hours from two hours on."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    minutes = seconds / 60
+    if minutes < 120:
+        return f"{minutes:.1f} min" if minutes < 10 else f"{minutes:.0f} min"
+    return f"{minutes / 60:.1f} h"
+
+
+def expected_time(seconds: float, record: Mapping[str, Any], here: Mapping[str, Any] | None = None) -> str:
+    """How long ``seconds`` measured on the record's machine would take on this one, e.g. ``about 20 min``:
+
+        expected = seconds · recorded_gflops / here_gflops
+
+    with ``recorded_gflops`` the record's calibration (``calibration(record)``) and ``here_gflops`` this machine's
+    on as many threads (``here``: a calibration to use instead of ``local_calibration``). A rough guide: a run
+    that is not all float32 matrix products, or a machine busy with other jobs, scales otherwise.
+
+    Raises ValueError naming ``record`` when it has no calibration, ``seconds`` or ``here`` when they are not
+    a time and a calibration.
+    """
+    if not (_number(seconds) and seconds >= 0):
+        raise ValueError(f"seconds must be a number of seconds >= 0; got {seconds!r}")
+    cal = calibration(record)
+    if cal is None:
+        raise ValueError("record has no calibration (machine['calibration']): it was made before records kept one")
+    here = local_calibration(cal["threads"]) if here is None else here
+    if not (_number(here.get("gflops")) and here["gflops"] > 0):
+        raise ValueError(f"here must be a calibration with a positive 'gflops'; got {dict(here)!r}")
+    return f"about {_duration(seconds * cal['gflops'] / here['gflops'])}"
+
+
+def _recorded_seconds(data: Mapping[str, Any], key: str | None) -> float | None:
+    """``figures[key]`` (``duration_s`` when ``key`` is None) when it is a time in seconds, else None."""
+    value = data.get("duration_s") if key is None else (data.get("figures") or {}).get(key)
+    return value if _number(value) and value >= 0 else None
+
+
+def time_note(name: str, key: str | None, what: str) -> None:
+    """In a notebook, before a long cell: print in one line how long it took in full mode on the machine of the
+    record ``results/<name>.json`` and how long to expect on this one. For example::
+
+        time_note("notebook_10_full_cpu", "rl_seconds", "The next cell trains GRPO")
+
+    prints (say) ``The next cell trains GRPO: 9.8 min in full mode on the record's machine (2 CPU cores, 230 GFLOP/s on
+    2 threads); this machine: 115 GFLOP/s on 2 threads, so expect about 20 min.`` The time is
+    ``figures[key]`` (the record's ``duration_s`` when ``key`` is None), scaled by ``expected_time`` (this
+    machine is calibrated once per process, about ``CALIBRATION_SECONDS``). Under fast mode (``MINIRL_FAST=1``)
+    the line says so. A record without a calibration, a GPU record, a missing figure or a missing record is said
+    in the line; it never raises for them. The line depends on the machine: never in a cell whose output is
+    compared (``nbval-check-output``).
+    """
+    fast = os.environ.get("MINIRL_FAST", "0") == "1"
+    line = _time_note_line(name, key, what, fast)
+    print(line + (" This run is fast mode (MINIRL_FAST=1)." if fast else ""), flush=True)
+
+
+def _time_note_line(name: str, key: str | None, what: str, fast: bool) -> str:
+    path = results_path(name)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return f"{what}: no record results/{path.name} yet, so no full-mode time to quote."
+    except (OSError, ValueError) as err:
+        return f"{what}: results/{path.name} could not be read ({err}), so no full-mode time to quote."
+    seconds = _recorded_seconds(data, key)
+    if seconds is None:
+        missing = "no duration_s" if key is None else f"no time in seconds under figures[{key!r}]"
+        return f"{what}: results/{path.name} has {missing}, so no full-mode time to quote."
+    m = data.get("machine") or {}
+    cal = calibration(data)
+    device = f"{m.get('cores')} CPU cores" + ("" if cal is None else f", {_speed(cal)}")
+    recorded = f"{what}: {_duration(seconds)} in full mode on the record's machine ({m.get('gpu') or device})"
+    if m.get("gpu"):
+        return f"{recorded}; a GPU ran it, so this machine's CPU speed does not scale it."
+    if cal is None:
+        return f"{recorded}; the record has no calibration to scale it by."
+    here = local_calibration(cal["threads"])
+    estimate = expected_time(seconds, data, here)
+    if fast:
+        return f"{recorded}; this machine: {_speed(here)}, so {estimate} in full mode here."
+    return f"{recorded}; this machine: {_speed(here)}, so expect {estimate}."
 
 
 def _execute_notebook(path: Path, env: dict[str, str], timeout: int):
