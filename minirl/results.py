@@ -5,7 +5,10 @@ these files, and each file says how it was made:
 
 - ``command``: the exact command line that measured it;
 - ``commit`` (and ``dirty``: the tracked files with uncommitted changes when the measurement began), ``date`` (UTC);
-- ``machine``: CPU model and cores, torch threads, GPU (if any), Python, torch, transformers and TRL versions;
+- ``machine``: CPU model and cores, torch threads, GPU (if any), Python, torch, transformers and TRL versions,
+  and ``calibration``: how fast the machine multiplied float32 matrices just before the measurement (GFLOP/s
+  on so many threads, ``calibrate``), so a time can be scaled to another machine (``time_note``; records made
+  before it have none);
 - ``load``: how busy the machine was with *other* work during the measurement (``others_busy``: the share
   of all cores' time used by other processes; 0 = idle, 0.5 = one of two cores taken), so a timing made
   beside other jobs says so;
@@ -29,6 +32,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import re
@@ -40,23 +44,29 @@ import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from minirl.utils import atomic_write
 
 __all__ = [
+    "CALIBRATION_SECONDS",
     "RESULTS_DIR",
     "Record",
+    "calibrate",
+    "calibration",
+    "expected_time",
     "full_mode",
     "git_commit",
     "history_figures",
     "load",
+    "local_calibration",
     "machine",
     "notebook_banner",
     "record",
     "results_path",
     "show",
     "summary_line",
+    "time_note",
 ]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -138,6 +148,80 @@ def machine() -> dict[str, Any]:
     }
 
 
+CALIBRATION_SECONDS = 1.0
+"""How long a record's calibration runs (``calibrate``, when a ``Record`` is made); the tests shorten it."""
+
+CALIBRATION_SIZE = 512
+"""The calibration's matrices are ``CALIBRATION_SIZE × CALIBRATION_SIZE``: the size of a small transformer's
+matrix products (a hidden size of a few hundred)."""
+
+CALIBRATION_WARMUP = 3
+"""Products run before the clock starts (thread pools, caches, the kernel's first call)."""
+
+
+def _number(value: Any) -> TypeGuard[int | float]:
+    """A finite int or float (not a bool)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def calibrate(seconds: float = 1.0, *, size: int = CALIBRATION_SIZE) -> dict[str, Any]:
+    """How fast this machine multiplies float32 matrices, at torch's current thread count.
+
+    After ``CALIBRATION_WARMUP`` products, ``C = A @ B`` with ``A``, ``B`` of shape ``[size, size]`` runs at least
+    once and until ``seconds`` have passed; each product is ``2 size³`` floating-point operations, so
+
+        gflops = 2 · size³ · products / elapsed_seconds / 10⁹
+
+    Returns ``{"gflops", "threads", "size", "seconds"}`` (``seconds``: the time actually measured). The keys are
+    always these; the value depends on the machine and on what else runs on it.
+    """
+    import torch
+
+    if not (_number(seconds) and seconds >= 0):
+        raise ValueError(f"seconds must be a finite number of seconds >= 0; got {seconds!r}")
+    if not (isinstance(size, int) and size >= 1):
+        raise ValueError(f"size must be a positive int (the matrices' side); got {size!r}")
+    generator = torch.Generator().manual_seed(0)
+    a = torch.rand(size, size, generator=generator)
+    b = torch.rand(size, size, generator=generator)
+    c = torch.empty(size, size)
+    for _ in range(CALIBRATION_WARMUP):
+        torch.mm(a, b, out=c)
+    products, start = 0, time.perf_counter()
+    while True:
+        torch.mm(a, b, out=c)
+        products += 1
+        elapsed = time.perf_counter() - start
+        if elapsed >= seconds:
+            break
+    elapsed = max(elapsed, 1e-9)  # a clock that did not move: a huge figure rather than a division by zero
+    return {
+        "gflops": float(f"{2 * size**3 * products / elapsed / 1e9:.4g}"),
+        "threads": torch.get_num_threads(),
+        "size": size,
+        "seconds": round(elapsed, 3),
+    }
+
+
+def calibration(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A record's calibration (``machine["calibration"]``, see ``calibrate``), or None when it has none: the records
+    made before calibrations were kept, or one whose figure is not a positive number."""
+    found = (data.get("machine") or {}).get("calibration")
+    if not isinstance(found, Mapping):
+        return None
+    gflops, threads = found.get("gflops"), found.get("threads")
+    if not (_number(gflops) and gflops > 0):
+        return None
+    return {**found, "threads": threads if isinstance(threads, int) and threads >= 1 else None}
+
+
+def _speed(cal: Mapping[str, Any]) -> str:
+    """``115 GFLOP/s on 2 threads``."""
+    threads = cal.get("threads")
+    on = "" if threads is None else f" on {threads} thread{'s' if threads != 1 else ''}"
+    return f"{cal['gflops']:.0f} GFLOP/s{on}"
+
+
 class _LoadMeter:
     """The share of all cores' time that *other* processes used between ``start`` and ``stop``.
 
@@ -202,8 +286,10 @@ def _now() -> str:
 class Record:
     """One measurement in the making: ``figures`` to fill, provenance noted at ``save``.
 
-    The clock and the load meter start when the record is made; ``save`` writes
-    ``{name, command, commit, dirty, date, duration_s, machine, load, seeds, figures}``.
+    Making the record first calibrates the machine (``calibrate``, ``CALIBRATION_SECONDS``), then starts the clock
+    and the load meter; ``save`` writes ``{name, command, commit, dirty, date, duration_s, machine, load, seeds,
+    figures}``, with the calibration in ``machine["calibration"]`` (``calibrate``'s keys, and ``others_busy``: the
+    share of the cores other jobs used during it).
     """
 
     def __init__(
@@ -219,6 +305,10 @@ class Record:
         self.seeds = list(seeds) if seeds is not None else None
         self.notes = notes
         self.figures: dict[str, Any] = {}
+        # the machine's speed before the run loads it, and what other jobs took meanwhile (a busy core slows it);
+        # the clock and the run's load meter start after it
+        meter = _LoadMeter()
+        self._calibration = {**calibrate(CALIBRATION_SECONDS), "others_busy": meter.others_busy()}
         self._start = time.perf_counter()
         self._date = _now()
         self._load = _LoadMeter()
@@ -233,7 +323,7 @@ class Record:
             "dirty": self._dirty,
             "date": self._date,
             "duration_s": round(time.perf_counter() - self._start, 1),
-            "machine": machine(),
+            "machine": {**machine(), "calibration": self._calibration},
             "load": {"others_busy": self._load.others_busy()},
             "seeds": self.seeds,
             "figures": _jsonable(self.figures),
@@ -321,9 +411,12 @@ def load(name: str) -> dict[str, Any]:
 
 
 def summary_line(data: Mapping[str, Any]) -> str:
-    """Where a record came from, in one line: machine, load, commit, date, command."""
+    """Where a record came from, in one line: machine (with its calibration's speed, on a CPU record that has one),
+    load, commit, date, command."""
     m = data.get("machine", {})
-    device = m.get("gpu") or f"{m.get('cores')} CPU cores ({m.get('cpu')})"
+    cal = calibration(data)
+    cpu = m.get("cpu") if cal is None else f"{m.get('cpu')}, {_speed(cal)}"
+    device = m.get("gpu") or f"{m.get('cores')} CPU cores ({cpu})"
     load = (data.get("load") or {}).get("others_busy")
     busy = "" if load is None else (", idle" if load < 0.1 else f", other jobs used {load:.0%} of the cores")
     if (m.get("nice") or 0) < 0 and load is not None and load >= 0.1:
@@ -433,6 +526,116 @@ def full_mode(number: str, lines: Mapping[str, str], device: str = "cpu") -> Non
         except KeyError as err:
             raise KeyError(f"results/{path.name} has no figure {err}; it has {sorted(figures)}") from None
         print(f"  {label}: {text}")
+
+
+# ---- how long a notebook's cell takes here -------------------------------------------------------------------
+
+_LOCAL_CALIBRATIONS: dict[int, dict[str, Any]] = {}
+
+
+def local_calibration(threads: int | None = None) -> dict[str, Any]:
+    """This machine's calibration (``calibrate(CALIBRATION_SECONDS)``) on ``threads`` torch threads (None: torch's
+    current count; never more than the machine's cores), measured once per process and thread count, then kept.
+    torch's thread count is restored afterwards."""
+    import torch
+
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive int or None; got {threads!r}")
+    current = torch.get_num_threads()
+    wanted = current if threads is None else min(threads, os.cpu_count() or 1)
+    if wanted not in _LOCAL_CALIBRATIONS:
+        torch.set_num_threads(wanted)
+        try:
+            _LOCAL_CALIBRATIONS[wanted] = calibrate(CALIBRATION_SECONDS)
+        finally:
+            torch.set_num_threads(current)
+    return _LOCAL_CALIBRATIONS[wanted]
+
+
+def _duration(seconds: float) -> str:
+    """``45 s``, ``9.8 min``, ``20 min``, ``2.5 h``: whole seconds under two minutes, then minutes (one decimal
+    under ten), then hours from two hours on."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    minutes = seconds / 60
+    if minutes < 120:
+        return f"{minutes:.1f} min" if minutes < 10 else f"{minutes:.0f} min"
+    return f"{minutes / 60:.1f} h"
+
+
+def expected_time(seconds: float, record: Mapping[str, Any], here: Mapping[str, Any] | None = None) -> str:
+    """How long ``seconds`` measured on the record's machine would take on this one, e.g. ``about 20 min``:
+
+        expected = seconds · recorded_gflops / here_gflops
+
+    with ``recorded_gflops`` the record's calibration (``calibration(record)``) and ``here_gflops`` this machine's
+    on as many threads (``here``: a calibration to use instead of ``local_calibration``). A rough guide: a run
+    that is not all float32 matrix products, or a machine busy with other jobs, scales otherwise.
+
+    Raises ValueError naming ``record`` when it has no calibration, ``seconds`` or ``here`` when they are not
+    a time and a calibration.
+    """
+    if not (_number(seconds) and seconds >= 0):
+        raise ValueError(f"seconds must be a number of seconds >= 0; got {seconds!r}")
+    cal = calibration(record)
+    if cal is None:
+        raise ValueError("record has no calibration (machine['calibration']): it was made before records kept one")
+    here = local_calibration(cal["threads"]) if here is None else here
+    if not (_number(here.get("gflops")) and here["gflops"] > 0):
+        raise ValueError(f"here must be a calibration with a positive 'gflops'; got {dict(here)!r}")
+    return f"about {_duration(seconds * cal['gflops'] / here['gflops'])}"
+
+
+def _recorded_seconds(data: Mapping[str, Any], key: str | None) -> float | None:
+    """``figures[key]`` (``duration_s`` when ``key`` is None) when it is a time in seconds, else None."""
+    value = data.get("duration_s") if key is None else (data.get("figures") or {}).get(key)
+    return value if _number(value) and value >= 0 else None
+
+
+def time_note(name: str, key: str | None, what: str) -> None:
+    """In a notebook, before a long cell: print in one line how long it took in full mode on the machine of the
+    record ``results/<name>.json`` and how long to expect on this one. For example::
+
+        time_note("notebook_10_full_cpu", "rl_seconds", "The next cell trains GRPO")
+
+    prints (say) ``The next cell trains GRPO: 9.8 min in full mode on the record's machine (2 CPU cores, 230 GFLOP/s on
+    2 threads); this machine: 115 GFLOP/s on 2 threads, so expect about 20 min.`` The time is
+    ``figures[key]`` (the record's ``duration_s`` when ``key`` is None), scaled by ``expected_time`` (this
+    machine is calibrated once per process, about ``CALIBRATION_SECONDS``). Under fast mode (``MINIRL_FAST=1``)
+    the line says so. A record without a calibration, a GPU record, a missing figure or a missing record is said
+    in the line; it never raises for them. The line depends on the machine: never in a cell whose output is
+    compared (``nbval-check-output``).
+    """
+    fast = os.environ.get("MINIRL_FAST", "0") == "1"
+    line = _time_note_line(name, key, what, fast)
+    print(line + (" This run is fast mode (MINIRL_FAST=1)." if fast else ""), flush=True)
+
+
+def _time_note_line(name: str, key: str | None, what: str, fast: bool) -> str:
+    path = results_path(name)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return f"{what}: no record results/{path.name} yet, so no full-mode time to quote."
+    except (OSError, ValueError) as err:
+        return f"{what}: results/{path.name} could not be read ({err}), so no full-mode time to quote."
+    seconds = _recorded_seconds(data, key)
+    if seconds is None:
+        missing = "no duration_s" if key is None else f"no time in seconds under figures[{key!r}]"
+        return f"{what}: results/{path.name} has {missing}, so no full-mode time to quote."
+    m = data.get("machine") or {}
+    cal = calibration(data)
+    device = f"{m.get('cores')} CPU cores" + ("" if cal is None else f", {_speed(cal)}")
+    recorded = f"{what}: {_duration(seconds)} in full mode on the record's machine ({m.get('gpu') or device})"
+    if m.get("gpu"):
+        return f"{recorded}; a GPU ran it, so this machine's CPU speed does not scale it."
+    if cal is None:
+        return f"{recorded}; the record has no calibration to scale it by."
+    here = local_calibration(cal["threads"])
+    estimate = expected_time(seconds, data, here)
+    if fast:
+        return f"{recorded}; this machine: {_speed(here)}, so {estimate} in full mode here."
+    return f"{recorded}; this machine: {_speed(here)}, so expect {estimate}."
 
 
 def _execute_notebook(path: Path, env: dict[str, str], timeout: int):

@@ -17,6 +17,15 @@ def _not_strict(monkeypatch):
     monkeypatch.delenv("MINIRL_STRICT", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _short_calibration(monkeypatch):
+    """A results record calibrates the machine when it is made (a second, ``CALIBRATION_SECONDS``); the tests
+    check what a record keeps, not the speed, so a few hundredths of a second do."""
+    import minirl.results
+
+    monkeypatch.setattr(minirl.results, "CALIBRATION_SECONDS", 0.02)
+
+
 @pytest.fixture(scope="module")
 def smollm2_cache():
     """The session's float copy of SmolLM2, in its fresh temporary MINIRL_CACHE: the root conftest.py converts the

@@ -1,12 +1,28 @@
 """Results records (minirl.results): one JSON per measurement, with the command, commit, machine and load."""
 
 import json
+import math
+import os
 
 import pytest
+import torch
 
 import minirl.results
 from minirl.history import History
-from minirl.results import Record, history_figures, load, notebook_banner, record, results_path, show, summary_line
+from minirl.results import (
+    Record,
+    calibrate,
+    expected_time,
+    history_figures,
+    load,
+    local_calibration,
+    notebook_banner,
+    record,
+    results_path,
+    show,
+    summary_line,
+    time_note,
+)
 
 
 def test_a_record_keeps_its_figures_and_provenance(tmp_path, monkeypatch):
@@ -20,12 +36,15 @@ def test_a_record_keeps_its_figures_and_provenance(tmp_path, monkeypatch):
     assert data["figures"] == {"accuracy": {"before": 0.25, "after": None}}  # NaN is not JSON: None
     assert len(data["commit"]) == 40 and isinstance(data["dirty"], list)
     assert data["machine"]["cores"] >= 1 and data["machine"]["torch"]
+    calibration = data["machine"]["calibration"]
+    assert set(calibration) == {"gflops", "threads", "size", "seconds", "others_busy"}
+    assert calibration["gflops"] > 0 and calibration["threads"] == torch.get_num_threads()
     others = data["load"]["others_busy"]
     assert others is None or 0.0 <= others <= 1.0
     assert data["date"].endswith("Z") and data["duration_s"] >= 0
     assert load("demo") == data
     line = summary_line(data)
-    assert data["commit"][:7] in line and "minirl demo --seeds 2" in line
+    assert data["commit"][:7] in line and "minirl demo --seeds 2" in line and "GFLOP/s on" in line
     assert not list(tmp_path.glob(".*.tmp"))  # written through a temporary file, renamed
 
 
@@ -57,6 +76,124 @@ def test_show_prints_the_provenance_and_missing_records_name_the_file(tmp_path, 
         load("missing")
     with pytest.raises(ValueError, match="name must be a short file name"):
         Record("a b")
+
+
+def test_calibrate_times_float32_matrix_products():
+    cal = calibrate(0.02)
+    assert set(cal) == {"gflops", "threads", "size", "seconds"} and cal["size"] == 512
+    assert math.isfinite(cal["gflops"]) and cal["gflops"] > 0
+    assert cal["threads"] == torch.get_num_threads() and cal["seconds"] >= 0.02  # runs at least `seconds`
+    assert calibrate(0, size=8)["size"] == 8  # at least one product, however short
+    with pytest.raises(ValueError, match="seconds must be"):
+        calibrate(-1.0)
+    with pytest.raises(ValueError, match="size must be"):
+        calibrate(0.01, size=0)
+
+
+def _fake_record(gflops: float | None = None, **figures) -> dict:
+    data = {
+        "name": "notebook_42_full_cpu",
+        "command": "python -m minirl.results notebook x.ipynb",
+        "commit": "c" * 40,
+        "dirty": [],
+        "date": "2026-01-01T00:00:00Z",
+        "duration_s": 900.0,
+        "machine": {"cpu": "AMD EPYC", "cores": 2, "gpu": None},
+        "load": {"others_busy": 0.0},
+        "seeds": None,
+        "figures": figures,
+    }
+    if gflops is not None:
+        data["machine"]["calibration"] = {"gflops": gflops, "threads": 2, "size": 512, "seconds": 1.0}
+    return data
+
+
+def test_summary_line_gives_the_speed_when_the_record_has_a_calibration():
+    tail = "idle; commit ccccccc, 2026-01-01; `python -m minirl.results notebook x.ipynb`"
+    assert summary_line(_fake_record()) == f"2 CPU cores (AMD EPYC), {tail}"  # as the records before it read
+    assert summary_line(_fake_record(230.4)) == f"2 CPU cores (AMD EPYC, 230 GFLOP/s on 2 threads), {tail}"
+
+
+def test_expected_time_scales_by_the_ratio_of_the_calibrations():
+    """expected = seconds · recorded_gflops / here_gflops."""
+    assert expected_time(600.0, _fake_record(200.0), here={"gflops": 100.0}) == "about 20 min"
+    assert expected_time(600.0, _fake_record(100.0), here={"gflops": 400.0}) == "about 2.5 min"
+    assert expected_time(60.0, _fake_record(100.0), here={"gflops": 100.0}) == "about 60 s"
+    with pytest.raises(ValueError, match="record has no calibration"):
+        expected_time(600.0, _fake_record(), here={"gflops": 100.0})
+    with pytest.raises(ValueError, match="seconds must be"):
+        expected_time(-1.0, _fake_record(200.0), here={"gflops": 100.0})
+    with pytest.raises(ValueError, match="here must be"):
+        expected_time(600.0, _fake_record(200.0), here={"gflops": 0})
+
+
+@pytest.fixture
+def this_machine_at_100_gflops(monkeypatch):
+    """This machine's calibration, fixed at 100 GFLOP/s; the thread counts it was asked for."""
+    asked = []
+
+    def fake(threads=None):
+        asked.append(threads)
+        return {"gflops": 100.0, "threads": threads, "size": 512, "seconds": 1.0}
+
+    monkeypatch.setattr(minirl.results, "local_calibration", fake)
+    return asked
+
+
+def test_time_note_scales_the_recorded_time_to_this_machine(tmp_path, monkeypatch, capsys, this_machine_at_100_gflops):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    (tmp_path / "notebook_42_full_cpu.json").write_text(json.dumps(_fake_record(200.0, grpo_seconds=600.0)))
+    monkeypatch.setenv("MINIRL_FAST", "0")
+    time_note("notebook_42_full_cpu", "grpo_seconds", "The next cell trains GRPO")
+    assert capsys.readouterr().out == (
+        "The next cell trains GRPO: 10 min in full mode on the record's machine (2 CPU cores, 200 GFLOP/s on "
+        "2 threads); this machine: 100 GFLOP/s on 2 threads, so expect about 20 min.\n"
+    )
+    assert this_machine_at_100_gflops == [2]  # calibrated on as many threads as the record's calibration
+    monkeypatch.setenv("MINIRL_FAST", "1")
+    time_note("notebook_42_full_cpu", None, "This notebook")  # no key: the record's duration_s, 900 s
+    assert capsys.readouterr().out == (
+        "This notebook: 15 min in full mode on the record's machine (2 CPU cores, 200 GFLOP/s on 2 threads); "
+        "this machine: 100 GFLOP/s on 2 threads, so about 30 min in full mode here. This run is fast mode "
+        "(MINIRL_FAST=1).\n"
+    )
+
+
+def test_time_note_says_what_it_lacks_and_never_raises(tmp_path, monkeypatch, capsys, this_machine_at_100_gflops):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    monkeypatch.setenv("MINIRL_FAST", "0")
+    (tmp_path / "old.json").write_text(json.dumps(_fake_record(None, grpo_seconds=600.0)))
+    time_note("old", "grpo_seconds", "The next cell trains GRPO")
+    time_note("old", "nope", "The next cell trains GRPO")
+    time_note("missing", None, "The next cell trains GRPO")
+    gpu = _fake_record(200.0)
+    gpu["machine"]["gpu"] = "NVIDIA H100 80GB HBM3"
+    (tmp_path / "gpu.json").write_text(json.dumps(gpu))
+    time_note("gpu", None, "This notebook")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "The next cell trains GRPO: 10 min in full mode on the record's machine (2 CPU cores); the record has no "
+        "calibration to scale it by.",
+        "The next cell trains GRPO: results/old.json has no time in seconds under figures['nope'], so no full-mode "
+        "time to quote.",
+        "The next cell trains GRPO: no record results/missing.json yet, so no full-mode time to quote.",
+        "This notebook: 15 min in full mode on the record's machine (NVIDIA H100 80GB HBM3); a GPU ran it, so this "
+        "machine's CPU speed does not scale it.",
+    ]
+    assert this_machine_at_100_gflops == []  # nothing to scale: this machine is not calibrated
+
+
+def test_local_calibration_runs_once_per_thread_count_and_restores_the_threads(monkeypatch):
+    monkeypatch.setattr(minirl.results, "_LOCAL_CALIBRATIONS", {})
+    calls = []
+    monkeypatch.setattr(minirl.results, "calibrate", lambda seconds: calls.append(torch.get_num_threads()) or {})
+    before = torch.get_num_threads()
+    local_calibration(1)
+    local_calibration(1)
+    local_calibration(10_000)  # never more threads than the machine has cores
+    assert calls == sorted({1, os.cpu_count() or 1}) and torch.get_num_threads() == before
+    with pytest.raises(ValueError, match="threads must be"):
+        local_calibration(0)
 
 
 def test_history_figures_summarise_a_run():
