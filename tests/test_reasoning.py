@@ -3,7 +3,17 @@
 import pytest
 import torch
 
-from toy_envs.reasoning import FAMILIES, REASONING_KINDS, THINK_FORMAT, ReasoningTask, split_thinking
+from toy_envs.reasoning import (
+    FAMILIES,
+    REASONING_KINDS,
+    THINK_FORMAT,
+    ReasoningTask,
+    answer_reward,
+    contains_reward,
+    split_thinking,
+    strict_reward,
+    substring_reward,
+)
 
 SIZES = {"sum": {"n_numbers": 3}, "word": {}, "add": {"digits": 2}}
 
@@ -124,7 +134,52 @@ def test_the_substring_verifier_pays_empty_and_partial_answers_and_cut_replies()
     assert lenient.is_correct([prompt], [replies])[0].tolist() == [True] + [False] * 7
     assert lenient.max_reward == 1.0
     with pytest.raises(ValueError, match="answers"):
-        lenient.substring_answer([prompt], [])
+        lenient.rewards([prompt], [])
+
+
+# (reply, right, strict_reward, answer_reward, substring_reward, contains_reward): the four verifiers side by side
+VERDICTS = [
+    ("<think>5 + 9 = 14. 14 + 8 = 22.</think> 22", 22, 1.2, 1.0, 1.0, 1.0),
+    ("<think>5 + 9 = 14.\n14 + 8 = 22.</think>\n22\n", 22, 1.2, 1.0, 1.0, 1.0),  # newlines inside and around
+    ("<think>x</think> 23", 22, 0.2, 0.0, 0.0, 0.0),
+    ("<think>x</think> 2", 22, 0.2, 0.0, 1.0, 0.0),  # a partial answer
+    ("<think>x</think> 122", 22, 0.2, 0.0, 0.0, 0.0),  # more digits
+    ("<think>x</think> 22", 2, 0.2, 0.0, 0.0, 0.0),  # more digits than the right one
+    ("<think>x</think> -22", 22, 0.0, 0.0, 0.0, 1.0),  # a sign is not the asked form
+    ("<think>x</think>", 22, 0.0, 0.0, 1.0, 0.0),  # the empty answer
+    ("<think>5 + 9 = 14. 14 + 8 = 22.", 22, 0.0, 0.0, 1.0, 1.0),  # an early end inside the scratchpad
+    ("22", 22, 0.0, 0.0, 1.0, 1.0),  # no scratchpad at all
+    ("<think>a</think><think>b</think> 22", 22, 0.0, 0.0, 1.0, 1.0),  # two blocks
+    (None, 22, 0.0, 0.0, 1.0, 0.0),  # not text: the careless reader sees an empty answer
+]
+
+
+@pytest.mark.parametrize(("reply", "right", "strict", "answer", "substring", "contains"), VERDICTS)
+def test_the_verifiers_side_by_side(reply, right, strict, answer, substring, contains):
+    assert strict_reward(reply, right) == pytest.approx(strict)  # 0.2 + 1.0 in float64
+    assert strict_reward(reply, right, format_weight=0.0) == answer_reward(reply, right) == answer
+    assert (substring_reward(reply, right), contains_reward(reply, right)) == (substring, contains)
+
+
+def test_a_verifier_named_or_given_as_a_function_scores_every_reply():
+    prompt = task("sum").prompt((5, 9, 8))  # answer 22
+    replies = [[row[0] for row in VERDICTS if isinstance(row[0], str) and row[1] == 22]]
+    wanted = [[row[3] for row in VERDICTS if isinstance(row[0], str) and row[1] == 22]]
+    assert task("sum", reward="answer").rewards([prompt], replies).tolist() == wanted
+    assert task("sum", reward=answer_reward).rewards([prompt], replies).tolist() == wanted
+    learner = task("sum", reward=lambda reply, right: 0.5 * (str(right) in reply))
+    assert learner.rewards([prompt], [["22", "x"]]).tolist() == [[0.5, 0.0]]
+    with pytest.raises(ValueError, match="max_reward is only known for the named verifiers"):
+        _ = learner.max_reward
+    with pytest.raises(TypeError, match="the verifier must return a number; for reply 'x' it returned None"):
+        task("sum", reward=lambda reply, right: None).rewards([prompt], [["x"]])
+    with pytest.raises(ValueError, match="finite number"):
+        task("sum", reward=lambda reply, right: float("nan")).rewards([prompt], [["x"]])
+    with pytest.raises(TypeError, match="right must be an int"):
+        answer_reward("<think>x</think> 22", "22")
+    # answer only: "answer" is is_correct on the bare form, "strict" adds the format part
+    bare = task("sum", thinking=False, reward="answer")
+    assert bare.rewards([bare.prompt((5, 9, 8))], [["22", " 22\n", "23", "x"]]).tolist() == [[1.0, 1.0, 0.0, 0.0]]
 
 
 def test_answer_kinds_name_the_failure():
@@ -153,7 +208,7 @@ def test_a_worked_example_in_the_prompt_shows_the_asked_form():
     ("knobs", "words"),
     [
         ({"family": "mul"}, "family must be one of ('sum', 'word', 'add'); got 'mul'"),
-        ({"reward": "lenient"}, "reward must be one of ('strict', 'substring', 'contains')"),
+        ({"reward": "lenient"}, "reward must be one of ('strict', 'answer', 'substring', 'contains') or a function"),
         ({"n_numbers": 9}, "n_numbers"),
         ({"digits": 0}, "digits"),
         ({"n_heldout": 10_000}, "n_heldout must leave training problems"),
