@@ -20,6 +20,7 @@ Two models wear it (``minirl.lm.models``): the tiny Llama built locally and Smol
 from __future__ import annotations
 
 import contextlib
+import inspect
 import os
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -282,11 +283,11 @@ class CausalLMPolicy(nn.Module):
                 # generate would run every prompt group_size times, and the batch's common prefix batch x
                 # group_size times; run each once, copy the KV cache, and let generate continue from it (it
                 # runs only the prompts' last token itself).
-                cache = self._prompt_cache(laid_ids[:, :-1], laid_mask[:, :-1], n_prefix).past_key_values
+                cache = self._kv_cache(self._prompt_cache(laid_ids[:, :-1], laid_mask[:, :-1], n_prefix))
                 cache.batch_repeat_interleave(group_size)
                 input_ids = laid_ids.repeat_interleave(group_size, dim=0)
                 attention_mask = laid_mask.repeat_interleave(group_size, dim=0)
-                kwargs.update(num_return_sequences=1, past_key_values=cache)
+                kwargs.update({"num_return_sequences": 1, self._cache_name: cache})
             torch.manual_seed(seed)
             return self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
 
@@ -351,12 +352,22 @@ class CausalLMPolicy(nn.Module):
 
     # ---- scoring --------------------------------------------------------------------------------
 
+    @property
+    def _cache_name(self) -> str:
+        """The name of the KV cache, as a keyword of the model and a field of its output: ``cache`` from
+        transformers 5.24 on, ``past_key_values`` before (5.24 still takes the old name, with a warning)."""
+        return "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+
+    def _kv_cache(self, output):
+        """The KV cache of a forward pass's ``output``."""
+        return getattr(output, self._cache_name)
+
     def _prompt_cache(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, n_prefix: int = 0):
         """Run prompts ``[batch, prompt_pos]`` through the model and keep their KV cache; the first
         ``n_prefix`` columns (the same in every row, ``common_prefix_layout``) run once and their cache is
         copied to every row (``batch_repeat_interleave`` is differentiable: gradients of all rows reach
         the one prefix). Returns the model's output: ``.logits`` of the last position ``[batch, 1, vocab]``
-        and ``.past_key_values``."""
+        and the cache (``_kv_cache``)."""
         positions = _position_ids(attention_mask)
         if not 0 < n_prefix < input_ids.shape[1]:
             return self.model(
@@ -373,15 +384,15 @@ class CausalLMPolicy(nn.Module):
             use_cache=True,
             logits_to_keep=1,
         )
-        cache = prefix.past_key_values
+        cache = self._kv_cache(prefix)
         cache.batch_repeat_interleave(input_ids.shape[0])
         return self.model(
             input_ids=input_ids[:, n_prefix:],
             attention_mask=attention_mask,
             position_ids=positions[:, n_prefix:],
-            past_key_values=cache,
             use_cache=True,
             logits_to_keep=1,
+            **{self._cache_name: cache},
         )
 
     def _sequence_logits(
@@ -414,15 +425,15 @@ class CausalLMPolicy(nn.Module):
         first = out.logits.repeat_interleave(group_size, dim=0)  # [(batch trial), 1, vocab]
         if n_resp == 1:
             return first
-        cache = out.past_key_values
+        cache = self._kv_cache(out)
         cache.batch_repeat_interleave(group_size)  # differentiable: repeat_interleave of every layer's keys/values
         attn = torch.cat([attention_mask.repeat_interleave(group_size, dim=0), torch.ones_like(inputs)], dim=1)
         rest = self.model(
             input_ids=inputs,
             attention_mask=attn,
             position_ids=_position_ids(attn)[:, -inputs.shape[1] :],
-            past_key_values=cache,
             use_cache=True,
+            **{self._cache_name: cache},
         ).logits
         return torch.cat([first, rest], dim=1)
 
