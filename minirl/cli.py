@@ -245,22 +245,17 @@ def text_recipe(args: argparse.Namespace) -> LMRecipe:
     changes = {k: v for k, v in chosen.items() if v is not None}
     if args.trainable_layers is not None:
         changes["trainable_layers"] = None if args.trainable_layers == "all" else args.trainable_layers
-    recipe = recipe_for(args.model, args.device)
-    if args.task == "reasoning":  # the scratchpad's budget, and notebook 10's knobs (README, "Reasoning")
-        recipe = reasoning_recipe(recipe, model_kind(args.model, args.device), args.thinking)
+    if args.task == "reasoning":  # notebook 10's recipe for this device (README, "Reasoning")
+        recipe = reasoning_recipe(model_kind(args.model, args.device), args.thinking)
+    else:
+        recipe = recipe_for(args.model, args.device)
     return recipe.with_(**changes)
 
 
 def text_train_flags(args: argparse.Namespace) -> dict:
     """The ``TrainConfig`` fields a text-task run takes from the command line, over the recipe's: pass@k at each
-    evaluation (``TEXT_PASS_K``), the flags given, and for a reasoning run on the CPU recipe of a pretrained
-    model notebook 10's constant learning rate (``minirl.lm.recipes.REASONING_CHANGES``)."""
-    from minirl.lm.recipes import model_kind
-
-    given = {**TEXT_PASS_K, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)}
-    if args.task == "reasoning" and model_kind(args.model, args.device) == "pretrained":
-        given.setdefault("lr_schedule", "constant")
-    return given
+    evaluation (``TEXT_PASS_K``) and the flags given."""
+    return {**TEXT_PASS_K, **_given(args, TrainConfig, TRAIN_FLAGS_EXCLUDED)}
 
 
 def _layers(text: str) -> int | str:

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from minirl.lm import make_tiny_lm
-from minirl.lm.recipes import RECIPES, lm_algorithm, model_kind, recipe_for, sft_warm_start
+from minirl.lm.recipes import RECIPES, lm_algorithm, model_kind, reasoning_recipe, recipe_for, sft_warm_start
 from minirl.train import TrainConfig, evaluate
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
@@ -34,10 +34,14 @@ def test_the_recipes_are_the_ones_readme_measured():
     measured = measured_settings()
     assert set(measured) == {"tiny", "pretrained", "pretrained-cuda"}
     for kind, values in measured.items():
-        recipe = dataclasses.asdict(RECIPES[kind])
-        # a setting added after the record must be left at the default that reproduces the measured run
+        recipe, values = dataclasses.asdict(RECIPES[kind]), dict(values)
+        # the records name the system message itself; the recipe says "the task's own" (TextSortTask.SYSTEM)
+        values["short_system"] = values.pop("system") == TextSortTask.SYSTEM
+        assert values["short_system"] or values["short_system"] is False and kind == "tiny"
+        # a setting added after the record must be left at the value that reproduces the measured run
         added = {name: recipe.pop(name) for name in set(recipe) - set(values)}
-        assert added == dict.fromkeys(added) and set(added) <= {"sft_prompts_per_step"}, (kind, added)
+        reproducing = {"sft_prompts_per_step": None, "lr_schedule": "cosine"}
+        assert added == {name: reproducing[name] for name in added}, (kind, added)
         assert recipe == values, kind
 
 
@@ -66,7 +70,8 @@ def test_a_recipe_is_frozen_and_with_changes_a_copy():
         ({"learning_rate": 0.0}, "learning_rate must be > 0"),
         ({"sft_learning_rate": -1e-3}, "sft_learning_rate must be > 0"),
         ({"kl_coef": -0.1}, "kl_coef must be >= 0"),
-        ({"system": 3}, "system must be a string or None"),
+        ({"short_system": "yes"}, "short_system must be True or False"),
+        ({"lr_schedule": "linear"}, "lr_schedule must be 'constant' or 'cosine'"),
     ],
 )
 def test_bad_settings_name_the_setting(changes, message):
@@ -83,12 +88,28 @@ def test_the_recipe_of_a_model_and_device():
 
 def test_the_recipe_builds_the_task_with_its_prompt():
     for recipe in RECIPES.values():
-        prompt = dict(few_shot=recipe.few_shot, system=recipe.system, n_unseen_answers=recipe.unseen_answers)
-        assert recipe.task() == TextSortTask(n_numbers=3, max_value=9, **prompt)
-        assert recipe.task(n_numbers=4, max_value=7) == TextSortTask(n_numbers=4, max_value=7, **prompt)
-        assert recipe.addition_task(digits=2) == TextAdditionTask(digits=2, **prompt)
+        prompt = dict(few_shot=recipe.few_shot, n_unseen_answers=recipe.unseen_answers)
+        sort = TextSortTask.SYSTEM if recipe.short_system else None
+        add = TextAdditionTask.SYSTEM if recipe.short_system else None
+        assert recipe.task() == TextSortTask(n_numbers=3, max_value=9, system=sort, **prompt)
+        assert recipe.task(n_numbers=4, max_value=7) == TextSortTask(n_numbers=4, max_value=7, system=sort, **prompt)
+        assert recipe.addition_task(digits=2) == TextAdditionTask(digits=2, system=add, **prompt)
     task = RECIPES["pretrained"].task()
     assert task.system == "You sort numbers." and task.few_shot == 1 and task.n_unseen_answers == 20
+
+
+def test_each_task_has_its_own_system_message_and_arithmetic_never_says_sort():
+    recipe = RECIPES["pretrained"]
+    prompts = [
+        recipe.task().eval_prompts(1)[0],
+        recipe.addition_task().eval_prompts(1)[0],
+        *(recipe.reasoning_task(f).eval_prompts(1)[0] for f in ("sum", "word", "add")),
+    ]
+    systems = [p.messages[0]["content"] for p in prompts]
+    assert systems == ["You sort numbers.", "You add numbers.", *["You solve arithmetic problems."] * 3]
+    for p in prompts[1:]:
+        assert not any("sort" in m["content"].lower() for m in p.messages), p.messages
+    assert RECIPES["tiny"].reasoning_task().system is None  # the tokenizer's default
 
 
 def test_the_recipe_builds_the_algorithm_with_its_kl_coefficient():
@@ -185,29 +206,44 @@ def test_the_command_line_flags_are_the_recipe_with_changes():
         assert exit_info.value.code == 2
 
 
-def test_a_reasoning_run_takes_notebook_10s_knobs_unless_a_flag_changes_them():
-    """On the CPU recipe of SmolLM2, ``--task reasoning`` is notebook 10's run (a worked warm start at 1e-4,
-    then GRPO at 3e-5 with 4 prompts x 8 and the scratchpad's budget); the tiny model keeps its recipe."""
+def test_one_reasoning_recipe_per_device_the_gpu_one_written_as_changes():
+    from minirl.lm.recipes import ANSWER_TOKENS, REASONING_CHANGES, REASONING_GPU_CHANGES, THINKING_TOKENS
+
+    cpu = reasoning_recipe("pretrained")
+    assert cpu == RECIPES["pretrained"].with_(**REASONING_CHANGES, max_new_tokens=THINKING_TOKENS)
+    assert (cpu.lr_schedule, cpu.sft_steps, cpu.trainable_layers, cpu.kl_coef) == ("constant", 20, 10, 0.0)
+    gpu = reasoning_recipe("pretrained-cuda")
+    assert gpu == cpu.with_(**REASONING_GPU_CHANGES)
+    assert gpu.sft_steps == cpu.sft_steps > 0  # a GPU run warm-starts too
+    assert gpu.trainable_layers == cpu.trainable_layers  # not every weight: that undid the warm start
+    assert reasoning_recipe("pretrained", thinking=False) == cpu.with_(max_new_tokens=ANSWER_TOKENS)
+    assert reasoning_recipe("tiny") == RECIPES["tiny"].with_(max_new_tokens=THINKING_TOKENS)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        reasoning_recipe("gpu")
+
+
+def test_a_reasoning_run_takes_the_reasoning_recipe_unless_a_flag_changes_it():
+    """``minirl train --task reasoning`` is notebook 10's run on the device it trains on (``reasoning_recipe``):
+    on a CPU a worked warm start then GRPO at a constant rate; every flag still changes its knob."""
     from minirl.cli import build_parser, text_recipe, text_train_flags
-    from minirl.lm.recipes import REASONING_CHANGES, THINKING_TOKENS
 
     parse = build_parser().parse_args
-    base = ["train", "--task", "reasoning", "--model", "smollm2-135m", "--device", "cpu"]
-    recipe = text_recipe(parse(base))
-    assert recipe == RECIPES["pretrained"].with_(**REASONING_CHANGES, max_new_tokens=THINKING_TOKENS)
-    assert (recipe.sft_steps, recipe.sft_prompts_per_step, recipe.sft_learning_rate) == (20, 16, 1e-4)
-    assert recipe.learning_rate == 3e-5
-    assert (recipe.prompts_per_step, recipe.group_size, recipe.max_new_tokens) == (4, 8, 48)
-    answer_only = text_recipe(parse([*base, "--no-thinking"]))
-    assert answer_only.max_new_tokens == RECIPES["pretrained"].max_new_tokens and answer_only.sft_steps == 20
-    changed = text_recipe(parse([*base, "--sft-steps", "0", "--learning-rate", "1e-4", "--max-new-tokens", "64"]))
+    base = ["train", "--task", "reasoning", "--model", "smollm2-135m"]
+    assert text_recipe(parse([*base, "--device", "cpu"])) == reasoning_recipe("pretrained")
+    assert text_recipe(parse([*base, "--device", "cuda"])) == reasoning_recipe("pretrained-cuda")
+    answer_only = text_recipe(parse([*base, "--device", "cpu", "--no-thinking"]))
+    assert answer_only == reasoning_recipe("pretrained", thinking=False)
+    changed = text_recipe(
+        parse([*base, "--device", "cpu", "--sft-steps", "0", "--learning-rate", "1e-4", "--max-new-tokens", "64"])
+    )
     assert (changed.sft_steps, changed.learning_rate, changed.max_new_tokens) == (0, 1e-4, 64)
-    tiny = text_recipe(parse(["train", "--task", "reasoning", "--model", "tiny"]))
-    assert tiny == RECIPES["tiny"].with_(max_new_tokens=THINKING_TOKENS)
-    assert text_train_flags(parse(base))["lr_schedule"] == "constant"
+    assert text_recipe(parse(["train", "--task", "reasoning", "--model", "tiny"])) == reasoning_recipe("tiny")
+    # the schedule is the recipe's (TrainConfig gets it from train_config) unless --lr-schedule says otherwise
+    assert "lr_schedule" not in text_train_flags(parse([*base, "--device", "cpu"]))
     assert text_train_flags(parse([*base, "--lr-schedule", "cosine"]))["lr_schedule"] == "cosine"
-    assert "lr_schedule" not in text_train_flags(parse(["train", "--task", "reasoning", "--model", "tiny"]))
-    assert "lr_schedule" not in text_train_flags(parse(["train", "--task", "text_sort", "--model", "smollm2-135m"]))
+    task = RECIPES["tiny"].task()
+    assert reasoning_recipe("pretrained").train_config(task).lr_schedule == "constant"
+    assert RECIPES["pretrained"].train_config(task).lr_schedule == "cosine"
 
 
 def test_the_recipes_hold_out_answers_and_evaluate_reports_both_sets():

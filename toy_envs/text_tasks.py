@@ -38,7 +38,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import torch
 
@@ -202,6 +202,7 @@ class _TextTask:
     n_unseen_answers: int
 
     KINDS: tuple[str, ...] = ANSWER_KINDS  # what ``answer_kind`` can return, in ``answer_kinds``'s order
+    SYSTEM: ClassVar[str] = ""  # the task's own one-line system message (a recipe's ``short_system``)
 
     # set once by ``_setup`` (with ``object.__setattr__``: the subclasses are frozen)
     _heldout: torch.Tensor  # LongTensor[n_heldout]: the held-out problems, in eval order
@@ -492,10 +493,12 @@ class TextSortTask(_TextTask):
         n_heldout: held-out problems (``eval_prompts``), never sampled for training.
         format_weight: the reward of a well-formed answer, on top of 1.0 for a correct one.
         seed: seeds the held-out sets and the few-shot examples.
-        system: an optional system message.
+        system: an optional system message (``SYSTEM`` is the task's own short one).
         n_unseen_answers: answers (sorted lists, i.e. multisets of numbers) held out whole: every permutation
             of each is left out of training and read by ``unseen_answer_prompts`` (0: none).
     """
+
+    SYSTEM: ClassVar[str] = "You sort numbers."
 
     n_numbers: int = 3
     max_value: int = 9
@@ -564,6 +567,8 @@ class TextAdditionTask(_TextTask):
         few_shot, n_heldout, format_weight, seed, system: as in ``TextSortTask``.
         n_unseen_answers: sums held out whole: every problem with one of them is left out of training.
     """
+
+    SYSTEM: ClassVar[str] = "You add numbers."
 
     digits: int = 2
     few_shot: int = 0

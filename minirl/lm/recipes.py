@@ -55,9 +55,12 @@ from toy_envs.reasoning import ReasoningTask
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
 __all__ = [
+    "ANSWER_TOKENS",
     "LM_CHANGES",
     "REASONING_CHANGES",
+    "REASONING_GPU_CHANGES",
     "RECIPES",
+    "THINKING_TOKENS",
     "LMRecipe",
     "lm_algorithm",
     "model_kind",
@@ -122,7 +125,7 @@ class LMRecipe:
     recipe measured is in README, "Measured figures: the language-model stage" (generated from results/).
 
     Attributes:
-        learning_rate: Adam's step size for GRPO (the peak of the cosine schedule).
+        learning_rate: Adam's step size for GRPO (the peak of a cosine schedule).
         steps: GRPO steps (one batch of fresh samples each).
         prompts_per_step: prompts per GRPO step, and per warm-start step.
         group_size: responses sampled per prompt.
@@ -130,7 +133,8 @@ class LMRecipe:
         sft_steps: supervised warm-start steps before GRPO (0: none).
         sft_learning_rate: Adam's step size for the warm start.
         few_shot: worked examples in each prompt.
-        system: the system message of each prompt (None: the tokenizer's default).
+        short_system: give each prompt its task's own one-line system message (``TextSortTask.SYSTEM``, ...)
+            instead of the tokenizer's default one.
         eval_prompts: held-out prompts per greedy evaluation.
         eval_every: evaluate before the first GRPO step and every this many steps (0: only at the end).
         threads: torch CPU threads for the warm start and GRPO (None: leave torch's setting).
@@ -140,6 +144,7 @@ class LMRecipe:
         unseen_answers: whole answers held out of training (the task's ``n_unseen_answers``): a second,
             harder held-out set.
         sft_prompts_per_step: demonstrations per warm-start step (None: ``prompts_per_step``).
+        lr_schedule: GRPO's learning-rate schedule, ``"cosine"`` (decays to 0 at ``steps``) or ``"constant"``.
     """
 
     learning_rate: float
@@ -150,7 +155,7 @@ class LMRecipe:
     sft_steps: int
     sft_learning_rate: float
     few_shot: int
-    system: str | None
+    short_system: bool
     eval_prompts: int
     eval_every: int
     threads: int | None
@@ -158,6 +163,7 @@ class LMRecipe:
     kl_coef: float
     unseen_answers: int
     sft_prompts_per_step: int | None = None
+    lr_schedule: str = "cosine"
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -181,8 +187,10 @@ class LMRecipe:
                 raise ValueError(f"{name} must be > 0; got {getattr(self, name)!r}")
         if not self.kl_coef >= 0:
             raise ValueError(f"kl_coef must be >= 0; got {self.kl_coef!r}")
-        if self.system is not None and not isinstance(self.system, str):
-            raise ValueError(f"system must be a string or None; got {self.system!r}")
+        if not isinstance(self.short_system, bool):
+            raise ValueError(f"short_system must be True or False; got {self.short_system!r}")
+        if self.lr_schedule not in ("constant", "cosine"):
+            raise ValueError(f"lr_schedule must be 'constant' or 'cosine'; got {self.lr_schedule!r}")
 
     def with_(self, **changes: Any) -> LMRecipe:
         """A copy with some settings changed, e.g. ``RECIPES["tiny"].with_(steps=4, sft_steps=30)``."""
@@ -194,26 +202,30 @@ class LMRecipe:
 
     # ---- what a run is built from ---------------------------------------------------------------
 
-    def _prompt(self) -> dict[str, Any]:
+    def system(self, task_class: type) -> str | None:
+        """The system message of a prompt of ``task_class``: its own short one (``task_class.SYSTEM``) when the
+        recipe has ``short_system``, else None (the tokenizer's default)."""
+        return task_class.SYSTEM if self.short_system else None
+
+    def _prompt(self, task_class: type) -> dict[str, Any]:
         """The text tasks' arguments that the recipe sets: its prompt and its held-out answers."""
-        return dict(few_shot=self.few_shot, system=self.system, n_unseen_answers=self.unseen_answers)
+        return dict(few_shot=self.few_shot, system=self.system(task_class), n_unseen_answers=self.unseen_answers)
 
     def task(self, n_numbers: int = 3, max_value: int = 9) -> TextSortTask:
         """Text sorting of ``n_numbers`` numbers from 0 to ``max_value``, with the recipe's prompt (worked
         examples, system message) and held-out answers."""
-        return TextSortTask(n_numbers=n_numbers, max_value=max_value, **self._prompt())
+        return TextSortTask(n_numbers=n_numbers, max_value=max_value, **self._prompt(TextSortTask))
 
     def addition_task(self, digits: int = 2) -> TextAdditionTask:
         """Text addition of two ``digits``-digit numbers, with the recipe's prompt and held-out answers."""
-        return TextAdditionTask(digits=digits, **self._prompt())
+        return TextAdditionTask(digits=digits, **self._prompt(TextAdditionTask))
 
     def reasoning_task(self, family: str = "sum", thinking: bool = True, **knobs: Any) -> ReasoningTask:
         """Arithmetic with or without a scratchpad (``toy_envs.reasoning``) with the recipe's worked examples and
         system message; ``knobs``: any other ``ReasoningTask`` field (``n_numbers``, ``digits``, ``reward``; also
         ``few_shot`` or ``system``, replacing the recipe's)."""
-        return ReasoningTask(
-            family=family, thinking=thinking, **{"few_shot": self.few_shot, "system": self.system, **knobs}
-        )
+        prompt = {"few_shot": self.few_shot, "system": self.system(ReasoningTask)}
+        return ReasoningTask(family=family, thinking=thinking, **{**prompt, **knobs})
 
     def policy(
         self, name_or_path: str | os.PathLike, seed: int = 0, device: str | torch.device | None = None
@@ -263,6 +275,7 @@ class LMRecipe:
             prompts_per_step=self.prompts_per_step,
             group_size=self.group_size,
             learning_rate=self.learning_rate,
+            lr_schedule=self.lr_schedule,
             eval_every=self.eval_every,
             eval_prompts=self.eval_prompts,
             eval_sampled=False,
@@ -286,7 +299,7 @@ RECIPES: MappingProxyType[str, LMRecipe] = MappingProxyType(
             sft_steps=1000,
             sft_learning_rate=1.5e-3,
             few_shot=0,
-            system=None,
+            short_system=False,
             eval_prompts=200,
             eval_every=25,
             threads=1,
@@ -309,7 +322,7 @@ RECIPES: MappingProxyType[str, LMRecipe] = MappingProxyType(
             sft_steps=0,
             sft_learning_rate=1e-5,
             few_shot=1,
-            system="You sort numbers.",
+            short_system=True,
             eval_prompts=200,
             eval_every=20,
             threads=None,
@@ -328,7 +341,7 @@ RECIPES: MappingProxyType[str, LMRecipe] = MappingProxyType(
             sft_steps=0,
             sft_learning_rate=1e-5,
             few_shot=1,
-            system="You sort numbers.",
+            short_system=True,
             eval_prompts=200,
             eval_every=5,
             threads=None,
@@ -355,8 +368,13 @@ THINKING_TOKENS = 48
 SmolLM2's tokenizer (tests/test_reasoning.py checks it)."""
 
 
+ANSWER_TOKENS = 8
+"""The response budget of an answer-only reasoning run: the number, its end token and a little slack."""
+
 REASONING_CHANGES: dict[str, Any] = {
-    "learning_rate": 3e-5,  # constant (``lr_schedule="constant"``): the sorting recipe's 1e-4 undid the warm start
+    "learning_rate": 3e-5,  # the sorting recipe's 1e-4 undid the warm start (README, "Reasoning")
+    "lr_schedule": "constant",
+    "steps": 40,
     "prompts_per_step": 4,
     "group_size": 8,
     "sft_steps": 20,  # the base model cannot write the scratchpad's form: a warm start on worked solutions first
@@ -364,19 +382,36 @@ REASONING_CHANGES: dict[str, Any] = {
     "sft_learning_rate": 1e-4,
     "eval_prompts": 100,
     "eval_every": 6,
+    "unseen_answers": 0,
 }
-"""Notebook 10's knobs (README, "Reasoning: thinking tokens on SmolLM2"), on top of the CPU recipe of a
-pretrained model, for a reasoning run (``reasoning_recipe``; ``minirl train --task reasoning``)."""
+"""The reasoning recipe on a CPU: these changes to ``RECIPES["pretrained"]`` (its prompt, its top 10 trainable
+blocks, no KL term). Notebook 10, ``minirl.bench.reasoning_rl`` and ``minirl train --task reasoning`` all build
+their runs from ``reasoning_recipe``."""
+
+REASONING_GPU_CHANGES: dict[str, Any] = {
+    "prompts_per_step": 16,  # a GPU samples 4 times the batch in a fraction of a CPU step's time
+    "kl_coef": 0.02,  # a leash to the warm start (π_ref is the model GRPO starts from); cheap on a GPU
+    "eval_every": 5,
+}
+"""The reasoning recipe on a GPU: the CPU one with these changes. What it keeps matters as much: the top 10 blocks
+train and the warm start is the CPU's, since training every weight (the sorting GPU recipe's choice) made the
+warm start erratic and GRPO undo it (README, "Reasoning", the GPU records). Not measured yet."""
 
 
-def reasoning_recipe(recipe: LMRecipe, kind: str, thinking: bool = True) -> LMRecipe:
-    """``recipe`` for a reasoning run: the scratchpad's budget ``THINKING_TOKENS`` when ``thinking``, and for the
-    CPU recipe of a pretrained model (``kind == "pretrained"``) notebook 10's knobs ``REASONING_CHANGES``. The
-    tiny model's recipe and the GPU one keep their own knobs (the GPU one is not measured on reasoning yet)."""
-    changes = dict(REASONING_CHANGES) if kind == "pretrained" else {}
-    if thinking:
-        changes["max_new_tokens"] = THINKING_TOKENS
-    return recipe.with_(**changes)
+def reasoning_recipe(kind: str = "pretrained", thinking: bool = True) -> LMRecipe:
+    """The recipe of a reasoning run for a model kind (``model_kind``: ``"pretrained"`` on a CPU,
+    ``"pretrained-cuda"`` on a GPU, ``"tiny"``): ``RECIPES["pretrained"]`` with ``REASONING_CHANGES`` (and on a GPU
+    ``REASONING_GPU_CHANGES`` on top), or the tiny model's own recipe; with the budget of the form,
+    ``THINKING_TOKENS`` or ``ANSWER_TOKENS``."""
+    if kind not in RECIPES:
+        raise ValueError(f"kind must be one of {sorted(RECIPES)}; got {kind!r}")
+    if kind == "tiny":
+        recipe = RECIPES["tiny"]
+    else:
+        recipe = RECIPES["pretrained"].with_(**REASONING_CHANGES)
+        if kind == "pretrained-cuda":
+            recipe = recipe.with_(**REASONING_GPU_CHANGES)
+    return recipe.with_(max_new_tokens=THINKING_TOKENS if thinking else ANSWER_TOKENS)
 
 
 def recipe_for(name_or_path: str | os.PathLike, device: str | torch.device | None = None) -> LMRecipe:
