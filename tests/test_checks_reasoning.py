@@ -22,20 +22,28 @@ def test_the_hand_worked_cases_agree_with_the_reference():
 
 
 def search_not_fullmatch(text):
-    m = re.search(r"<think>(.*?)</think>\s*([0-9]+)", text or "")
+    m = re.search(r"<think>(.*?)</think>\s*([0-9]+)", text or "", re.DOTALL)
     return None if m is None else (m.group(1).strip(), m.group(2))
 
 
 def non_greedy_allows_two_blocks(text):
-    m = re.fullmatch(r"\s*<think>(.*)</think>\s*([0-9]+)\s*", text) if isinstance(text, str) else None
+    m = re.fullmatch(r"\s*<think>(.*)</think>\s*([0-9]+)\s*", text, re.DOTALL) if isinstance(text, str) else None
     return None if m is None else (m.group(1).strip(), m.group(2))
 
 
 def unstripped(text):
-    m = re.fullmatch(r"\s*<think>(.*?)</think>\s*([0-9]+)\s*", text) if isinstance(text, str) else None
+    m = re.fullmatch(r"\s*<think>(.*?)</think>\s*([0-9]+)\s*", text, re.DOTALL) if isinstance(text, str) else None
     if m is None or "<think>" in m.group(1) or "</think>" in m.group(1):
         return None
     return m.group(1), m.group(2)
+
+
+def without_dotall(text):
+    """The reference's pattern without re.DOTALL: '.' stops at a newline."""
+    m = re.fullmatch(r"\s*<think>(.*?)</think>\s*([0-9]+)\s*", text) if isinstance(text, str) else None
+    if m is None or "<think>" in m.group(1) or "</think>" in m.group(1):
+        return None
+    return m.group(1).strip(), m.group(2)
 
 
 def answer_as_int(text):
@@ -44,7 +52,7 @@ def answer_as_int(text):
 
 
 def raises_on_none(text):
-    m = re.fullmatch(r"\s*<think>(.*?)</think>\s*([0-9]+)\s*", text)
+    m = re.fullmatch(r"\s*<think>(.*?)</think>\s*([0-9]+)\s*", text, re.DOTALL)
     if m is None or "<think>" in m.group(1):
         return None
     return m.group(1).strip(), m.group(2)
@@ -80,6 +88,7 @@ def test_the_reference_passes(capsys):
         (raises_on_none, ["raised TypeError", "split_thinking(None)"]),
         (substring_check, ["14 apples"]),
         (scratchpad_optional, ["split_thinking('22')", "without a scratchpad"]),
+        (without_dotall, ["a newline inside the scratchpad", "re.DOTALL"]),
     ],
     ids=lambda v: getattr(v, "__name__", ""),
 )

@@ -21,6 +21,12 @@ __all__ = ["check_pass_at_k", "check_split_thinking"]
 # then one whole number, nothing else but surrounding whitespace.
 THINKING_CASES: list[tuple[object, tuple[str, str] | None, str]] = [
     ("<think>5 + 9 = 14. 14 + 8 = 22.</think> 22", ("5 + 9 = 14. 14 + 8 = 22.", "22"), "a worked reply"),
+    (
+        "<think>5 + 9 = 14.\n14 + 8 = 22.</think> 22",
+        ("5 + 9 = 14.\n14 + 8 = 22.", "22"),
+        "a newline inside the scratchpad (a model writes one step per line) is still the thinking form: in a "
+        "regex '.' matches a newline only with re.DOTALL",
+    ),
     ("\n <think> 3 + 4 = 7. </think>7 \n", ("3 + 4 = 7.", "7"), "whitespace around the parts is allowed (strip it)"),
     (
         "<think></think> 7",
