@@ -9,6 +9,7 @@ import torch
 import minirl
 from minirl.checks import (
     check_aggregate,
+    check_answer_reward,
     check_bellman_backup,
     check_bradley_terry_loss,
     check_completion_log_probs,
@@ -33,6 +34,7 @@ from minirl.checks import (
     check_sort_distance_reward,
     check_sort_inclusion_ordering_reward,
     check_split_thinking,
+    check_strict_reward,
     check_zero_variance_fraction,
     reference_bellman_backup,
     reference_maze_reward,
@@ -45,7 +47,7 @@ from minirl.checks import (
 )
 from minirl.lm import completion_log_probs, first_eos_mask
 from minirl.lm.trl_bridge import grpo_config_kwargs
-from toy_envs.reasoning import split_thinking
+from toy_envs.reasoning import answer_reward, split_thinking, strict_reward
 from toy_envs.sorting import sort_distance_reward, sort_inclusion_ordering_reward
 
 REFERENCES = {
@@ -75,6 +77,8 @@ REFERENCES = {
     check_grpo_config_kwargs: grpo_config_kwargs,
     check_split_thinking: split_thinking,
     check_pass_at_k: minirl.pass_at_k,
+    check_strict_reward: strict_reward,
+    check_answer_reward: answer_reward,
 }
 ALL_CHECKS = list(REFERENCES)  # every exercise check, with the reference it must accept
 
