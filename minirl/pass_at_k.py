@@ -15,7 +15,7 @@ import torch
 from minirl.protocols import Policy, Task
 from minirl.utils import device_generator
 
-__all__ = ["pass_at_k", "sampled_pass_at_k"]
+__all__ = ["pass_at_k", "pass_curve", "sampled_correct_counts", "sampled_pass_at_k"]
 
 
 def _as_counts(name: str, value: int | torch.Tensor) -> torch.Tensor:
@@ -76,7 +76,44 @@ def _check_ks(ks: Sequence[int], n_samples: int) -> list[int]:
     return ks
 
 
+def pass_curve(n: int, c: torch.Tensor, ks: Sequence[int] | None = None) -> dict[str, float]:
+    """``{"pass@k": (1/|P|) Σ_x pass_at_k(n, c_x, k)}`` for each k in ``ks`` (default every k in 1..n), from the
+    correct counts ``c`` [prompt] of ``n`` samples per prompt."""
+    ks = _check_ks(range(1, n + 1) if ks is None else ks, n)
+    return {f"pass@{k}": float(pass_at_k(n, c, k).mean()) for k in ks}
+
+
 @torch.no_grad()
+def sampled_correct_counts(
+    policy: Policy,
+    task: Task,
+    prompts: Any,
+    n_samples: int,
+    generator: torch.Generator,
+    max_batch: int | None = None,
+) -> torch.Tensor:
+    """c_x = Σ_j correct(x, y_j) for ``n_samples`` responses y_j ~ π(· | x) (temperature 1) to each prompt x:
+    LongTensor[prompt].
+
+    ``max_batch`` caps the responses sampled in one call (whole prompts at a time, at least one; None: every
+    prompt in one call), so 64 samples of many prompts fit in memory. ``generator`` makes the draw repeatable (a
+    CUDA policy gets a CUDA generator seeded from it, as ``evaluate`` does); the counts depend on ``max_batch``
+    only through the order of the draws.
+    """
+    _check_ks([1], n_samples)
+    if max_batch is not None and (isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1):
+        raise ValueError(f"max_batch must be an int >= 1 or None; got {max_batch!r}")
+    per_call = len(prompts) if max_batch is None else max(1, max_batch // n_samples)
+    device_gen = device_generator(generator, policy.device)
+    counts = []
+    for start in range(0, len(prompts), per_call):
+        chunk = prompts[start : start + per_call]
+        rollout = policy.sample(chunk, n_samples, temperature=1.0, generator=device_gen)
+        correct = task.is_correct(chunk, rollout.answers).to("cpu").reshape(len(chunk), n_samples)
+        counts.append(correct.sum(dim=1))
+    return torch.cat(counts) if counts else torch.zeros(0, dtype=torch.int64)
+
+
 def sampled_pass_at_k(
     policy: Policy,
     task: Task,
@@ -84,12 +121,13 @@ def sampled_pass_at_k(
     n_samples: int,
     ks: Sequence[int],
     generator: torch.Generator,
+    max_batch: int | None = None,
 ) -> dict[str, float]:
     """``{"pass@k": mean over prompts of pass_at_k(n_samples, c, k)}`` for each k in ``ks``.
 
-    Draws ``n_samples`` responses per prompt with ``policy.sample`` at temperature 1 (``generator`` makes the
-    draw repeatable; a CUDA policy gets a CUDA generator seeded from it, as ``evaluate`` does) and counts
-    c = Σ_j correct(x, y_j) with ``task.is_correct``; then pass@k = (1/|P|) Σ_x pass_at_k(n, c_x, k).
+    Draws ``n_samples`` responses per prompt with ``policy.sample`` at temperature 1 and counts
+    c = Σ_j correct(x, y_j) with ``task.is_correct`` (``sampled_correct_counts``, whose ``max_batch`` caps the
+    responses of one call); then pass@k = (1/|P|) Σ_x pass_at_k(n, c_x, k) (``pass_curve``).
 
     Args:
         policy: the policy to sample from.
@@ -98,9 +136,8 @@ def sampled_pass_at_k(
         n_samples: responses per prompt (>= 1).
         ks: attempts, each in 1..n_samples.
         generator: a CPU ``torch.Generator``.
+        max_batch: responses per sampling call (None: all at once).
     """
     ks = _check_ks(ks, n_samples)
-    rollout = policy.sample(prompts, n_samples, temperature=1.0, generator=device_generator(generator, policy.device))
-    correct = task.is_correct(prompts, rollout.answers).to("cpu").reshape(len(prompts), n_samples)
-    c = correct.sum(dim=1)
-    return {f"pass@{k}": float(pass_at_k(n_samples, c, k).mean()) for k in ks}
+    c = sampled_correct_counts(policy, task, prompts, n_samples, generator, max_batch)
+    return pass_curve(n_samples, c, ks)
