@@ -1028,8 +1028,9 @@ def build_parser() -> argparse.ArgumentParser:
             "--verifier",
             choices=REASONING_REWARDS,
             default="strict",
-            help="reasoning: the strict verifier, or a hackable lenient one: 'substring' (the answer after "
-            "</think> is a substring of the right one, empty included) or 'contains' (the right number anywhere)",
+            help="reasoning: the strict verifier (format part + right answer), 'answer' (the right answer in the "
+            "asked form, no format part), or a hackable lenient one: 'substring' (the answer after </think> is a "
+            "substring of the right one, empty included) or 'contains' (the right number anywhere)",
         )
         t.add_argument("--few-shot", type=int, default=None, help="worked examples in each prompt")
         t.add_argument("--max-new-tokens", type=int, default=None, help="response length budget (tokens)")

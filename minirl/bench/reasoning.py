@@ -20,7 +20,7 @@ import torch
 from tqdm.auto import tqdm
 
 from minirl.lm.models import SMOLLM2_ALIAS
-from minirl.lm.recipes import THINKING_TOKENS, recipe_for
+from minirl.lm.recipes import ANSWER_TOKENS, THINKING_TOKENS, reasoning_recipe
 from minirl.pass_at_k import pass_at_k
 from minirl.results import Record
 from toy_envs.reasoning import ReasoningTask
@@ -29,7 +29,7 @@ __all__ = ["BASE_SETTINGS", "measure_base"]
 
 BASE_SETTINGS: dict[str, Any] = {
     "families": {"sum": {"n_numbers": 3}, "word": {}, "add": {"digits": 2}},
-    "budget": {"answer only": 8, "thinking": THINKING_TOKENS},  # max_new_tokens
+    "budget": {"answer only": ANSWER_TOKENS, "thinking": THINKING_TOKENS},  # max_new_tokens
     "prompts": 60,
     "samples": 8,
 }
@@ -55,10 +55,11 @@ def _measure(policy, task: ReasoningTask, n_prompts: int, n_samples: int, seed: 
 def measure_base(
     model: str = SMOLLM2_ALIAS, settings: dict[str, Any] | None = None, seed: int = 0, progress: bool = True
 ) -> dict[str, Any]:
-    """``{family: {"answer only" | "thinking": figures}}`` for the base ``model`` with the CPU recipe's prompt
-    (one worked example, its system message), ``settings`` as ``BASE_SETTINGS``."""
+    """``{family: {"answer only" | "thinking": figures}}`` for the base ``model`` with the CPU reasoning recipe's
+    prompt (``reasoning_recipe``: one worked example, the task's system message), ``settings`` as
+    ``BASE_SETTINGS``; each prompt as the model reads it under ``"prompt"``."""
     s = {**BASE_SETTINGS, **(settings or {})}
-    recipe = recipe_for(model, "cpu")
+    recipe = reasoning_recipe("pretrained")
     policy = recipe.policy(model, seed=seed, device="cpu")
     table: dict[str, Any] = {}
     jobs = [(f, mode) for f in s["families"] for mode in s["budget"]]
@@ -67,6 +68,7 @@ def measure_base(
         policy.max_new_tokens = s["budget"][mode]
         start = time.perf_counter()
         figures = _measure(policy, task, s["prompts"], s["samples"], seed)
+        figures["prompt"] = policy.render(task.eval_prompts(1)[0])
         table.setdefault(family, {})[mode] = {**figures, "seconds": time.perf_counter() - start}
     return {"settings": s, "table": table}
 

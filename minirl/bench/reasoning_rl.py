@@ -1,33 +1,41 @@
 """Notebook 10's runs over seeds: what a scratchpad, RL and a lenient verifier each change, with a spread.
 
-The notebook runs each arm once (seed 0). This benchmark runs the same arms, with the same knobs, for each
-seed it is given, on SmolLM2-135M-Instruct with the device's recipe (its prompt and trainable blocks):
+The notebook runs each arm once (seed 0). This benchmark runs the same arms, from the same recipe
+(``minirl.lm.recipes.reasoning_recipe``: the model's prompt, its trainable blocks, the warm start and GRPO's
+knobs) and the same budgets (``BUDGETS``), for each seed it is given, on SmolLM2-135M-Instruct:
 
-- ``thinking``: a supervised warm start on worked 3-number sums (``sft_steps`` steps), then GRPO on 4-number
-  sums, which no demonstration shows, for ``rl_seconds`` (strict verifier); pass@1 and pass@k before and after.
-- ``control``: from the same warm start, more supervised steps for as long as the thinking run's GRPO took.
-- ``answer-only``: a warm start on bare answers for as long as the worked one took, then answer-only GRPO on
-  4-number sums for ``rl_seconds`` (an 8-token budget): the same wall time as ``thinking``, no scratchpad.
-- ``hack``: from the worked warm start, GRPO for ``rl_seconds`` on a lenient verifier (``hack_reward``; by
-  default ``"substring"``: the answer after ``</think>`` is a substring of the right one, so an empty answer
-  passes); its proxy reward and strict accuracy on held-out problems, against the thinking run's.
+- ``thinking``: a supervised warm start on worked 3-number sums, then GRPO on 4-number sums with the strict
+  verifier; pass@k for k = 1 … ``pass_samples`` before and after GRPO.
+- ``control``: from the same warm start, ``control_steps`` more supervised steps on worked 3-number sums:
+  what more of the same demonstrations does to 4-number sums.
+- ``answer-only``: from the base model, a warm start on bare answers (as many steps and demonstrations as the
+  worked one), then answer-only GRPO on 4-number sums for ``answer_steps`` steps (an ``ANSWER_TOKENS`` budget).
+- ``hack``: from the worked warm start, GRPO on a lenient verifier (``hack_reward``, by default ``"substring"``:
+  the answer after ``</think>`` is a substring of the right one, so an empty answer passes); its proxy reward
+  and strict accuracy on held-out problems, against the thinking run's.
+- ``fix``: from the worked warm start, GRPO on the fixed verifier (``fix_reward``, by default ``"answer"``: the
+  answer read strictly and compared for equality, no format part).
 
-Every accuracy is greedy, on the same ``n_eval`` held-out problems of 3 and of 4 numbers. Seed ``s`` seeds
-the warm starts, GRPO's draws and the pass@k samples with ``s`` and the control's prompts with ``s + 1``, as
-the notebook does for seed 0. The runs are time-budgeted, so a busy machine takes fewer steps: run it alone.
+Every budget is a number of steps, so a busy or slow machine changes how long a run takes, not what it
+measures; each record keeps the wall time of every stage beside its steps, and the machine's calibration
+(``minirl.results``). Every accuracy is greedy, on the same ``eval_prompts`` held-out problems of 3 and of 4
+numbers. Seed ``s`` seeds the warm starts, GRPO's draws and the pass@k samples with ``s`` and the control's
+prompts with ``s + 1``, as the notebook does for seed 0.
 
     python -m minirl.bench.reasoning_rl --seeds 0 1 2 --save          # results/bench_reasoning.json
     minirl bench --lm --parts reasoning --seeds 3 --save              # the same, as part 4 of ``bench --lm``
 
-Targets (issue 22; the summary checks the mean over seeds): 4-number accuracy rises by >= 50 points from the
-base within 15 minutes (warm start + GRPO); GRPO beats the control by >= 15 points; thinking beats answer-only
-by >= 15 points; the hacked run's strict accuracy is >= 20 points below the honest run's while its proxy
-reward is higher.
+Targets (the summary checks them over seeds): thinking GRPO reaches a mean of at least 75% on held-out 4-number
+sums with a standard deviation of at most 8 points, within 15 minutes of warm start and GRPO on 2 CPU cores;
+thinking beats answer-only by at least 15 points; the hacked run's strict accuracy is at least 20 points below
+the honest run's while its proxy reward is higher; the fixed verifier's run comes within 10 points of the honest
+run's strict accuracy.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -37,59 +45,65 @@ from tqdm.auto import tqdm
 
 from minirl.bench import finish, spread
 from minirl.lm.models import SMOLLM2_ALIAS
-from minirl.lm.recipes import REASONING_CHANGES, RECIPES, THINKING_TOKENS, LMRecipe, model_kind, sft_warm_start
-from minirl.pass_at_k import sampled_pass_at_k
+from minirl.lm.recipes import LMRecipe, model_kind, reasoning_recipe, sft_warm_start
+from minirl.pass_at_k import pass_curve, sampled_correct_counts
 from minirl.results import Record, history_figures
 from minirl.train import evaluate, train
 
 __all__ = [
     "ARMS",
-    "QUICK_SETTINGS",
-    "SETTINGS",
+    "BUDGETS",
+    "QUICK_BUDGETS",
+    "Arms",
     "check_targets",
     "measure_base",
     "nested",
+    "quick_recipe",
     "reasoning_part",
     "run_reasoning_benchmark",
     "run_seed",
     "summarize",
 ]
 
-ARMS = ("thinking", "control", "answer-only", "hack")
-SETTINGS: dict[str, Any] = {  # notebook 10's full mode
-    "n_eval": REASONING_CHANGES["eval_prompts"],  # held-out problems per evaluation (each length)
-    "sft_steps": REASONING_CHANGES["sft_steps"],  # worked-solution warm start, steps of sft_prompts demonstrations
-    "sft_prompts": REASONING_CHANGES["sft_prompts_per_step"],
-    "sft_learning_rate": REASONING_CHANGES["sft_learning_rate"],
-    "rl_seconds": 600.0,  # each GRPO run's (and the control's) training time
-    "rl_steps": 1000,  # an upper bound: the time ends a run first
-    "prompts": REASONING_CHANGES["prompts_per_step"],  # GRPO: prompts x group replies a step
-    "group": REASONING_CHANGES["group_size"],
-    "learning_rate": REASONING_CHANGES["learning_rate"],  # constant (README, "Reasoning")
-    "eval_every": REASONING_CHANGES["eval_every"],
-    "pass_prompts": 50,  # pass@k: samples per prompt on the first pass_prompts held-out problems
-    "samples": 8,
-    "answer_tokens": 8,  # the answer-only budget; the thinking one is THINKING_TOKENS
+ARMS = ("thinking", "control", "answer-only", "hack", "fix")
+BUDGETS: dict[str, Any] = {
+    "control_steps": 120,  # more supervised steps on worked 3-number sums, from the warm start
+    "answer_steps": 160,  # answer-only GRPO steps (an 8-token reply is far cheaper to sample than a scratchpad)
+    "pass_prompts": 32,  # pass@k: the first pass_prompts held-out 4-number problems ...
+    "pass_samples": 64,  # ... pass_samples replies each at T = 1: pass@k for every k up to it
+    "pass_batch": 512,  # replies per sampling call (memory)
     "hack_reward": "substring",  # the lenient verifier of the hack arm (toy_envs.reasoning.REASONING_REWARDS)
+    "fix_reward": "answer",  # its fix: the answer read strictly and compared for equality
 }
-QUICK_SETTINGS = {
-    **SETTINGS,
-    **dict(n_eval=4, sft_steps=2, sft_prompts=2, rl_seconds=None, rl_steps=2, prompts=1, group=4, eval_every=2),
-    **dict(pass_prompts=2, samples=4),
-}
-FAMILY = {"think": True, "answer": False}
+"""The arms' budgets beyond the recipe (notebook 10 uses the same)."""
+
+FORMS = {"think": True, "answer": False}
+"""The two forms of a reply, by the short names the figures use."""
+
+QUICK_BUDGETS: dict[str, Any] = {**BUDGETS, "control_steps": 2, "answer_steps": 2, "pass_prompts": 2, "pass_samples": 4}
+"""A few steps of everything (``--quick``; notebook 10's fast mode)."""
 
 
-class _Model:
-    """The policy and the two tasks of each form, with snapshots of its trainable weights."""
+def quick_recipe(recipe: LMRecipe) -> LMRecipe:
+    """``recipe`` cut to a few steps of everything: the mechanics, not the results (``--quick``, fast mode)."""
+    return recipe.with_(
+        sft_steps=2, sft_prompts_per_step=2, steps=2, prompts_per_step=1, group_size=4, eval_prompts=4, eval_every=2
+    )
 
-    def __init__(self, recipe: LMRecipe, device: str | None, s: dict[str, Any]):
-        self.recipe, self.s = recipe, s
-        self.policy = recipe.policy(SMOLLM2_ALIAS, device=device)
+
+class Arms:
+    """The policy, the recipe of each form (thinking, answer only), the 3- and 4-number tasks of each form, and
+    snapshots of the trainable weights (every arm starts from the base model or from the warm start)."""
+
+    def __init__(self, kind: str, budgets: dict[str, Any], device: str | None = None, quick: bool = False):
+        shrink = quick_recipe if quick else (lambda r: r)
+        self.recipes = {thinking: shrink(reasoning_recipe(kind, thinking)) for thinking in (True, False)}
+        self.budgets = budgets
+        self.policy = self.recipes[True].policy(SMOLLM2_ALIAS, device=device)
         self.trainable = [p for p in self.policy.parameters() if p.requires_grad]
         self.tasks = {
             thinking: {n: recipe.reasoning_task("sum", thinking=thinking, n_numbers=n) for n in (3, 4)}
-            for thinking in (True, False)
+            for thinking, recipe in self.recipes.items()
         }
 
     def snapshot(self) -> list[torch.Tensor]:
@@ -100,126 +114,134 @@ class _Model:
             for p, w in zip(self.trainable, weights, strict=True):
                 p.copy_(w)
 
-    def budget(self, thinking: bool) -> None:
-        self.policy.max_new_tokens = THINKING_TOKENS if thinking else self.s["answer_tokens"]
+    def form(self, thinking: bool) -> LMRecipe:
+        """The recipe of a form, with the policy's token budget set to it."""
+        self.policy.max_new_tokens = self.recipes[thinking].max_new_tokens
+        return self.recipes[thinking]
 
-    def held_out(self, thinking: bool) -> dict[str, float]:
-        """Greedy accuracy and truncation on the held-out 3- and 4-number sums, in one form."""
-        self.budget(thinking)
-        out = {}
+    def held_out(self, thinking: bool) -> dict[str, Any]:
+        """Greedy accuracy, format and truncation rates on the held-out 3- and 4-number sums, in one form, and the
+        greedy replies to the first three 4-number problems."""
+        recipe = self.form(thinking)
+        out: dict[str, Any] = {}
         for n, task in self.tasks[thinking].items():
-            ev = evaluate(self.policy, task, self.s["n_eval"], sampled=False)
-            out[f"sum{n}"] = ev["greedy_exact"]
+            ev = evaluate(self.policy, task, recipe.eval_prompts, sampled=False)
+            out.update({f"sum{n}": ev["greedy_exact"], f"sum{n}_format": ev["greedy_format"]})
             out[f"sum{n}_truncated"] = ev["greedy_truncated"]
+        four = self.tasks[thinking][4].eval_prompts(3)
+        out["examples"] = [reply[0] for reply in self.policy.greedy(four).answers]
         return out
 
-    def warm_start(self, thinking: bool, steps: int, seed: int, max_seconds: float | None) -> dict[str, float]:
+    def warm_start(self, thinking: bool, steps: int, seed: int) -> dict[str, float]:
+        """``steps`` supervised steps on worked (or bare) 3-number sums, at the recipe's size and rate."""
+        recipe = self.form(thinking)
         start = time.perf_counter()
-        h = sft_warm_start(
+        history = sft_warm_start(
             self.policy,
             self.tasks[thinking][3],
             steps,
-            self.s["sft_prompts"],
-            learning_rate=self.s["sft_learning_rate"],
+            recipe.sft_prompts_per_step or recipe.prompts_per_step,
+            recipe.sft_learning_rate,
             seed=seed,
+            threads=recipe.threads,
             progress=False,
-            max_seconds=max_seconds,
         )
-        return {"steps": len(h), "seconds": time.perf_counter() - start}
+        return {"steps": len(history), "seconds": time.perf_counter() - start, "loss_last": history.last("loss", 5)}
 
-    def grpo(self, task, seed: int, thinking: bool, progress: bool):
-        s = self.s
-        config = self.recipe.train_config(
-            task,
-            seed=seed,
-            steps=s["rl_steps"],
-            prompts_per_step=s["prompts"],
-            group_size=s["group"],
-            learning_rate=s["learning_rate"],
-            lr_schedule="constant",
-            eval_prompts=s["n_eval"],
-            eval_every=s["eval_every"],
-            max_seconds=s["rl_seconds"],
-            progress=progress,
-        )
-        self.budget(thinking)
+    def grpo(self, task, thinking: bool, seed: int, steps: int | None = None, progress: bool = True):
+        """GRPO on ``task`` with the form's recipe (``steps``: instead of the recipe's)."""
+        recipe = self.form(thinking)
+        config = recipe.train_config(task, seed=seed, steps=steps or recipe.steps, progress=progress)
         self.policy, history = train(config, self.policy)
         return history
 
-    def pass_k(self, seed: int) -> dict[str, float]:
-        """pass@1 and pass@samples on 4-number sums with a scratchpad."""
-        self.budget(True)
-        task = self.tasks[True][4]
-        n = self.s["samples"]
+    def pass_counts(self, seed: int) -> list[int]:
+        """How many of ``pass_samples`` replies (T = 1, with a scratchpad) are right, for each of the first
+        ``pass_prompts`` held-out 4-number sums."""
+        self.form(True)
+        task, b = self.tasks[True][4], self.budgets
         gen = torch.Generator().manual_seed(seed)
-        return sampled_pass_at_k(self.policy, task, task.eval_prompts(self.s["pass_prompts"]), n, (1, n), gen)
+        prompts = task.eval_prompts(b["pass_prompts"])
+        return sampled_correct_counts(self.policy, task, prompts, b["pass_samples"], gen, b["pass_batch"]).tolist()
 
 
 def _run_figures(history) -> dict[str, Any]:
     """What a GRPO run's record keeps: its steps, time, last rewards and evaluations, and its notes."""
-    return {**history_figures(history), "notes": list(history.notes)}
+    return {
+        **history_figures(history),
+        "format_last5": history.last("format_rate", 5),
+        "length_last5": history.last("response_length", 5),
+        "notes": list(history.notes),
+    }
 
 
-def run_seed(  # noqa: PLR0915
+def _timed(fn, *args) -> tuple[Any, float]:
+    start = time.perf_counter()
+    out = fn(*args)
+    return out, time.perf_counter() - start
+
+
+def run_seed(
     seed: int,
     arms: Sequence[str] = ARMS,
-    settings: dict[str, Any] | None = None,
+    budgets: dict[str, Any] | None = None,
     device: str | None = None,
     progress: bool = True,
+    quick: bool = False,
 ) -> dict[str, Any]:
     """Every arm in ``arms`` for one seed, from a fresh copy of the model; the figures of each arm."""
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:
         raise ValueError(f"arms: unknown {unknown}; choose from {list(ARMS)}")
-    s = {**SETTINGS, **(settings or {})}
-    recipe = RECIPES[model_kind(SMOLLM2_ALIAS, device)]
-    m = _Model(recipe, device, s)
+    b = {**(QUICK_BUDGETS if quick else BUDGETS), **(budgets or {})}
+    m = Arms(model_kind(SMOLLM2_ALIAS, device), b, device, quick)
     base = m.snapshot()
+    four = m.tasks[True][4]
     bar = tqdm(total=len(arms) + 1, desc=f"seed {seed}", disable=not progress)
-    # every arm starts from this warm start, or (answer-only) spends as long on its own
-    out: dict[str, Any] = {"seed": seed, "warm": {**m.warm_start(True, s["sft_steps"], seed, None), **m.held_out(True)}}
-    warm = m.snapshot()
+    thinking = m.recipes[True]
+    out: dict[str, Any] = {"seed": seed, "prompt": m.policy.render(four.eval_prompts(1)[0])}
+    out["warm"] = {**m.warm_start(True, thinking.sft_steps, seed), **m.held_out(True)}
+    warm = m.snapshot()  # every arm but answer-only starts from this warm start
     bar.update()
-    rl_seconds = s["rl_seconds"]
-    honest_weights = None
+    honest = None
     if "thinking" in arms:
-        before = m.pass_k(seed)
-        h = m.grpo(m.tasks[True][4], seed, True, progress)
-        out["thinking"] = {"run": _run_figures(h), **m.held_out(True), "pass_before": before}
-        out["thinking"].update(pass_after=m.pass_k(seed), format_last5=float(h["format_rate"][-5:].mean()))
-        rl_seconds = float(h["wall_time"][-1])
-        honest_weights = m.snapshot()
+        before, before_s = _timed(m.pass_counts, seed)
+        h = m.grpo(four, True, seed, progress=progress)
+        honest = m.snapshot()
+        out["thinking"] = {"run": _run_figures(h), **m.held_out(True)}
+        after, after_s = _timed(m.pass_counts, seed)
+        out["thinking"]["pass"] = {"before": before, "after": after, "seconds": before_s + after_s}
         bar.update()
     if "control" in arms:
         m.restore(warm)
-        steps = 100 * s["sft_steps"] if rl_seconds is not None else s["rl_steps"]
-        out["control"] = {**m.warm_start(True, steps, seed + 1, rl_seconds), **m.held_out(True)}
+        out["control"] = {**m.warm_start(True, b["control_steps"], seed + 1), **m.held_out(True)}
         bar.update()
     if "answer-only" in arms:
         m.restore(base)
-        warm_bare = {**m.warm_start(False, 10 * s["sft_steps"], seed, out["warm"]["seconds"]), **m.held_out(False)}
-        h = m.grpo(m.tasks[False][4], seed, False, progress)
-        out["answer-only"] = {"warm": warm_bare, "run": _run_figures(h), **m.held_out(False)}
+        bare = {**m.warm_start(False, m.recipes[False].sft_steps, seed), **m.held_out(False)}
+        h = m.grpo(m.tasks[False][4], False, seed, b["answer_steps"], progress)
+        out["answer-only"] = {"warm": bare, "run": _run_figures(h), **m.held_out(False)}
         bar.update()
-    if "hack" in arms:
+    for arm, reward in (("hack", b["hack_reward"]), ("fix", b["fix_reward"])):
+        if arm not in arms:
+            continue
         m.restore(warm)
-        hackable = recipe.reasoning_task("sum", thinking=True, n_numbers=4, reward=s["hack_reward"])
-        h = m.grpo(hackable, seed, True, progress)
-        strict = m.tasks[True][4]
-        prompts = strict.eval_prompts(s["n_eval"])
+        verifier = thinking.reasoning_task("sum", thinking=True, n_numbers=4, reward=reward)
+        h = m.grpo(verifier, True, seed, progress=progress)
+        prompts = four.eval_prompts(thinking.eval_prompts)
         replies = m.policy.greedy(prompts).answers
-        hack = {
+        out[arm] = {
+            "reward": reward,
             "run": _run_figures(h),
-            "proxy": float(hackable.rewards(prompts, replies).mean()),
-            "strict": float(strict.is_correct(prompts, replies).float().mean()),
-            "truncated": h.evals[-1]["greedy_truncated"],
-            "format_last5": float(h["format_rate"][-5:].mean()),
-            "example": replies[0][0],
+            **m.held_out(True),
+            "proxy": float(verifier.rewards(prompts, replies).mean()),
+            "kinds": four.answer_kinds(prompts, replies),
         }
-        if honest_weights is not None:
-            m.restore(honest_weights)
-            hack["honest_proxy"] = float(hackable.rewards(prompts, m.policy.greedy(prompts).answers).mean())
-        out["hack"] = hack
+        if honest is not None:  # the honest run's replies, scored by this arm's verifier
+            hacked = m.snapshot()
+            m.restore(honest)
+            out[arm]["honest_proxy"] = float(verifier.rewards(prompts, m.policy.greedy(prompts).answers).mean())
+            m.restore(hacked)
         bar.update()
     bar.close()
     return out
@@ -234,111 +256,145 @@ def nested(run: Any, path: tuple[str, ...]) -> Any:
     return run
 
 
+SUMMARY_PATHS: dict[str, tuple[str, ...]] = {
+    "warm_sum3": ("warm", "sum3"),
+    "warm_sum4": ("warm", "sum4"),
+    "warm_seconds": ("warm", "seconds"),
+    "thinking_sum3": ("thinking", "sum3"),
+    "thinking_sum4": ("thinking", "sum4"),
+    "thinking_seconds": ("thinking", "run", "train_seconds"),
+    "control_sum3": ("control", "sum3"),
+    "control_sum4": ("control", "sum4"),
+    "control_seconds": ("control", "seconds"),
+    "answer_warm_sum4": ("answer-only", "warm", "sum4"),
+    "answer_sum3": ("answer-only", "sum3"),
+    "answer_sum4": ("answer-only", "sum4"),
+    "answer_seconds": ("answer-only", "run", "train_seconds"),
+    "hack_strict": ("hack", "sum4"),
+    "hack_proxy": ("hack", "proxy"),
+    "honest_proxy": ("hack", "honest_proxy"),
+    "hack_seconds": ("hack", "run", "train_seconds"),
+    "fix_sum4": ("fix", "sum4"),
+    "fix_seconds": ("fix", "run", "train_seconds"),
+}
+"""What ``summarize`` spreads over seeds: a name and its path in a seed's figures."""
+
+
+def _pass_over_seeds(runs: list[dict[str, Any]], when: str) -> list[dict[str, float]] | None:
+    """pass@k for k = 1 … n of each seed's counts (``before`` or ``after`` GRPO)."""
+    curves = []
+    for r in runs:
+        counts = nested(r, ("thinking", "pass", when))
+        if counts is None:
+            return None
+        curves.append(pass_curve(r["budgets"]["pass_samples"], torch.tensor(counts)))
+    return curves
+
+
 def summarize(runs: list[dict[str, Any]], base: dict[str, float]) -> dict[str, Any]:
-    """Mean and spread over seeds of each arm's held-out accuracy, and the differences the targets read."""
-
-    def over(path: tuple[str, ...]) -> dict[str, float] | None:
-        values = [nested(r, path) for r in runs]
-        return None if any(v is None for v in values) else spread(values)
-
+    """Mean, standard deviation, min and max over seeds of each arm's figures (``SUMMARY_PATHS``), and of pass@k
+    for every k before and after thinking GRPO."""
     out: dict[str, Any] = {"base": base}
-    for name, path in {
-        "warm_sum3": ("warm", "sum3"),
-        "warm_sum4": ("warm", "sum4"),
-        "warm_seconds": ("warm", "seconds"),
-        "thinking_sum3": ("thinking", "sum3"),
-        "thinking_sum4": ("thinking", "sum4"),
-        "thinking_seconds": ("thinking", "run", "train_seconds"),
-        "thinking_steps": ("thinking", "run", "steps"),
-        "pass1_before": ("thinking", "pass_before", "pass@1"),
-        "pass1_after": ("thinking", "pass_after", "pass@1"),
-        "control_sum3": ("control", "sum3"),
-        "control_sum4": ("control", "sum4"),
-        "control_steps": ("control", "steps"),
-        "answer_warm_sum4": ("answer-only", "warm", "sum4"),
-        "answer_sum3": ("answer-only", "sum3"),
-        "answer_sum4": ("answer-only", "sum4"),
-        "answer_steps": ("answer-only", "run", "steps"),
-        "hack_strict": ("hack", "strict"),
-        "hack_proxy": ("hack", "proxy"),
-        "honest_proxy": ("hack", "honest_proxy"),
-    }.items():
-        value = over(path)
-        if value is not None:
-            out[name] = value
-    n = runs[0].get("thinking", {}).get("pass_after", {})
-    for key in n:
-        if key != "pass@1":
-            out["passk_before"] = over(("thinking", "pass_before", key))
-            out["passk_after"] = over(("thinking", "pass_after", key))
-            out["passk"] = key
+    for name, path in SUMMARY_PATHS.items():
+        values = [nested(r, path) for r in runs]
+        if all(v is not None for v in values):
+            out[name] = spread(values)
+    for when in ("before", "after"):
+        curves = _pass_over_seeds(runs, when)
+        if curves is not None:
+            out[f"pass_{when}"] = {k: spread([c[k] for c in curves]) for k in curves[0]}
+    minutes = [nested(r, ("warm", "seconds")) or 0.0 for r in runs]
+    if all(nested(r, ("thinking", "run", "train_seconds")) is not None for r in runs):
+        minutes = [(w + r["thinking"]["run"]["train_seconds"]) / 60 for w, r in zip(minutes, runs)]
+        out["warm_plus_grpo_minutes"] = spread(minutes)
     return out
 
 
-def check_targets(runs: list[dict[str, Any]], summary: dict[str, Any]) -> dict[str, bool]:
-    """Issue 22's targets on the mean over seeds, for the arms that ran."""
+def _points(x: float) -> float:
+    """``x`` (a fraction) in percentage points, rounded to 1e-6: accuracies on 100 problems are whole points, and a
+    gap of exactly 15 of them must meet a 15-point target whatever the float rounding (0.29 - 0.14 < 0.15)."""
+    return round(100 * x, 6)
+
+
+def check_targets(summary: dict[str, Any]) -> dict[str, bool]:
+    """The targets on the spread over seeds, for the arms that ran (see the module docstring)."""
     mean = {k: v["mean"] for k, v in summary.items() if isinstance(v, dict) and "mean" in v}
     targets = {}
     if "thinking_sum4" in mean:
-        minutes = [(r["warm"]["seconds"] + r["thinking"]["run"]["train_seconds"]) / 60 for r in runs]
-        targets["thinking: 4-number accuracy +50 points within 15 min"] = (
-            mean["thinking_sum4"] - summary["base"]["think_sum4"] >= 0.50 and max(minutes) <= 15
+        s = summary["thinking_sum4"]
+        targets["thinking GRPO: 4-number mean >= 75%, std <= 8 points, warm start + GRPO <= 15 min"] = (
+            _points(s["mean"]) >= 75 and _points(s["std"]) <= 8 and summary["warm_plus_grpo_minutes"]["max"] <= 15
         )
-    if "thinking_sum4" in mean and "control_sum4" in mean:
-        targets["GRPO >= 15 points over the supervised control"] = mean["thinking_sum4"] - mean["control_sum4"] >= 0.15
     if "thinking_sum4" in mean and "answer_sum4" in mean:
-        targets["thinking >= 15 points over answer-only"] = mean["thinking_sum4"] - mean["answer_sum4"] >= 0.15
+        gap = _points(mean["thinking_sum4"] - mean["answer_sum4"])
+        targets["thinking >= 15 points over answer-only"] = gap >= 15
     if "hack_strict" in mean and "honest_proxy" in mean:
-        targets["hacked: strict accuracy >= 20 points below, proxy higher"] = (
-            mean["hack_strict"] <= mean["thinking_sum4"] - 0.20 and mean["hack_proxy"] > mean["honest_proxy"]
+        targets["hacked: strict accuracy >= 20 points below the honest run's, proxy higher"] = (
+            _points(mean["thinking_sum4"] - mean["hack_strict"]) >= 20 and mean["hack_proxy"] > mean["honest_proxy"]
         )
+    if "fix_sum4" in mean and "thinking_sum4" in mean:
+        gap = _points(mean["fix_sum4"] - mean["thinking_sum4"])
+        targets["fixed verifier: within 10 points of the honest run"] = gap >= -10
     return targets
 
 
 def _pct(s: dict[str, float] | None) -> str:
-    return "—" if s is None else f"{s['mean']:.1%} ± {s['std']:.1%}"
+    return "—" if s is None else f"{s['mean']:.1%} ± {s['std']:.1%} ({s['min']:.0%}–{s['max']:.0%})"
+
+
+def _seed_line(r: dict[str, Any]) -> str:
+    """One seed's stages in one line."""
+    w = r["warm"]
+    parts = [f"seed {r['seed']}: warm start {w['steps']} steps {w['seconds']:.0f} s -> {w['sum4']:.0%};"]
+    if "thinking" in r:
+        t = r["thinking"]
+        parts.append(f"GRPO {t['run']['steps']} steps {t['run']['train_seconds']:.0f} s -> {t['sum4']:.0%};")
+    if "control" in r:
+        parts.append(f"control {r['control']['steps']} SFT steps -> {r['control']['sum4']:.0%};")
+    if "answer-only" in r:
+        a = r["answer-only"]
+        parts.append(f"answer-only {a['warm']['sum4']:.0%} -> {a['run']['steps']} steps -> {a['sum4']:.0%};")
+    for arm in ("hack", "fix"):
+        if arm in r:
+            parts.append(f"{arm} ({r[arm]['reward']}) strict {r[arm]['sum4']:.0%}, proxy {r[arm]['proxy']:.0%};")
+    return "  " + " ".join(parts)
+
+
+REPORT_ROWS = {
+    "warm start (worked 3-number sums)": "warm_sum4",
+    "+ thinking GRPO": "thinking_sum4",
+    "+ supervised steps instead (control)": "control_sum4",
+    "answer-only warm start": "answer_warm_sum4",
+    "+ answer-only GRPO": "answer_sum4",
+    "hacked run, strict accuracy": "hack_strict",
+    "hacked run, proxy reward": "hack_proxy",
+    "honest run, proxy reward": "honest_proxy",
+    "fixed verifier's run, strict accuracy": "fix_sum4",
+}
 
 
 def _report(runs: list[dict[str, Any]], summary: dict[str, Any]) -> None:
     print(f"\nReasoning (notebook 10's arms), 4-number sums, greedy on held-out problems, {len(runs)} seed(s)")
     base = summary["base"]
     print(f"  base model: {base['think_sum4']:.1%} with a scratchpad, {base['answer_sum4']:.1%} answer only")
-    for r in runs:
-        w = r["warm"]  # every seed has one
-        parts = [f"seed {r['seed']}: warm start {w['steps']} steps {w['seconds']:.0f} s -> {w['sum4']:.0%};"]
-        if "thinking" in r:
-            t = r["thinking"]
-            parts.append(f"GRPO {t['run']['steps']} steps {t['run']['train_seconds']:.0f} s -> {t['sum4']:.0%};")
-        if "control" in r:
-            parts.append(f"control {r['control']['steps']} SFT steps -> {r['control']['sum4']:.0%};")
-        if "answer-only" in r:
-            a = r["answer-only"]
-            parts.append(f"answer-only {a['warm']['sum4']:.0%} -> {a['run']['steps']} steps -> {a['sum4']:.0%};")
-        if "hack" in r:
-            h = r["hack"]
-            parts.append(f"hacked strict {h['strict']:.0%}, proxy {h['proxy']:.0%}")
-        print("  " + " ".join(parts))
-    print("  mean ± std over seeds:")
-    for label, key in [
-        ("warm start (worked 3-number sums)", "warm_sum4"),
-        ("+ thinking GRPO", "thinking_sum4"),
-        ("+ supervised control, same time", "control_sum4"),
-        ("answer-only warm start", "answer_warm_sum4"),
-        ("+ answer-only GRPO", "answer_sum4"),
-        ("hacked run, strict accuracy", "hack_strict"),
-        ("hacked run, proxy reward", "hack_proxy"),
-        ("honest run, proxy reward", "honest_proxy"),
-    ]:
+    print("\n".join(_seed_line(r) for r in runs))
+    print("  mean ± std (min–max) over seeds:")
+    for label, key in REPORT_ROWS.items():
         if key in summary:
-            print(f"    {label:36} {_pct(summary[key])}")
+            print(f"    {label:38} {_pct(summary[key])}")
+    for when in ("before", "after"):
+        curve = summary.get(f"pass_{when}")
+        if curve:
+            ks = [k for k in ("pass@1", "pass@8", "pass@64") if k in curve] or list(curve)[-1:]
+            print(f"  pass@k {when} GRPO: " + ", ".join(f"{k} {curve[k]['mean']:.1%}" for k in ks))
 
 
-def measure_base(settings: dict[str, Any], device: str | None = None) -> dict[str, float]:
+def measure_base(device: str | None = None, quick: bool = False) -> dict[str, float]:
     """The base model's greedy accuracy on the held-out 3- and 4-number sums, with and without a scratchpad:
     ``{"think_sum3": ..., "think_sum4": ..., "answer_sum3": ..., ...}``."""
-    m = _Model(RECIPES[model_kind(SMOLLM2_ALIAS, device)], device, settings)
+    m = Arms(model_kind(SMOLLM2_ALIAS, device), QUICK_BUDGETS if quick else BUDGETS, device, quick)
     out = {}
-    for form, thinking in FAMILY.items():
+    for form, thinking in FORMS.items():
         acc = m.held_out(thinking)
         out.update({f"{form}_sum{n}": acc[f"sum{n}"] for n in (3, 4)})
     return out
@@ -356,20 +412,25 @@ def reasoning_part(
     """Every arm for every seed, one after the other, into ``record.figures`` (or its ``key`` entry), saved again
     after each seed when ``save`` (a stopped run keeps what it measured); prints the table and returns the
     targets."""
-    if not list(seeds):
+    seeds = list(seeds)
+    if not seeds:
         raise ValueError("seeds: give at least one seed")
-    s = QUICK_SETTINGS if quick else SETTINGS
+    kind = model_kind(SMOLLM2_ALIAS, device)
+    budgets = QUICK_BUDGETS if quick else BUDGETS
+    shrink = quick_recipe if quick else (lambda r: r)
     figures = record.figures if key is None else record.figures.setdefault(key, {})
-    base = measure_base(s, device)
+    base = measure_base(device, quick)
     runs: list[dict[str, Any]] = []
-    figures.update(settings=s, arms=list(arms), seeds=list(seeds), base=base, runs=runs)
+    recipes = {form: dataclasses.asdict(shrink(reasoning_recipe(kind, thinking))) for form, thinking in FORMS.items()}
+    figures.update(kind=kind, recipes=recipes, budgets=budgets, quick=quick, arms=list(arms), seeds=list(seeds))
+    figures.update(base=base, runs=runs)
     for seed in seeds:
-        runs.append(run_seed(seed, arms, s, device, progress=not quick))
+        runs.append({**run_seed(seed, arms, budgets, device, progress=not quick, quick=quick), "budgets": budgets})
         figures["summary"] = summarize(runs, base)
         if save:
             record.save()
     _report(runs, figures["summary"])
-    return check_targets(runs, figures["summary"])
+    return check_targets(figures["summary"])
 
 
 def run_reasoning_benchmark(
@@ -381,7 +442,8 @@ def run_reasoning_benchmark(
     device: str | None = None,
 ) -> int:
     """``reasoning_part`` on its own record (``save``: its results name), then the targets (``bench.finish``)."""
-    record = Record(save or "bench_reasoning", seeds=list(seeds))
+    seeds = list(seeds)
+    record = Record(save or "bench_reasoning", seeds=seeds)
     targets = reasoning_part(record, seeds, arms, quick, save is not None, device=device)
     return finish(record, targets, save, quick, out)
 
