@@ -496,108 +496,139 @@ def trl() -> str:
     )
 
 
-def reasoning() -> str:
-    """Notebook 10's full run: base, warm starts, GRPO, its supervised control and the hacked run, with the
-    issue's targets (one seed)."""
-    data = _load("notebook_10_full_cpu")
+def _base_sums() -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """The base model with a scratchpad on 3- and 4-number sums (``minirl.bench.reasoning``'s record), and the
+    records read."""
+    data = _load("reasoning_base")
     if data is None:
+        return {}, {}, []
+    table = data["figures"]["table"]
+    return table.get("sum3", {}).get("thinking", {}), table.get("sum4", {}).get("thinking", {}), [data]
+
+
+def _pass_ks(curve: Sequence[float]) -> list[int]:
+    """The k of a pass@k curve (k = 1 … n) worth a column: the powers of 2 up to n."""
+    return [k for k in (1, 2, 4, 8, 16, 32, 64, 128) if k <= len(curve)]
+
+
+def reasoning() -> str:
+    """Notebook 10's full run (seed 0): each stage's steps, wall time and held-out accuracy on 3- and 4-number
+    sums, pass@k before and after GRPO, and the reward-hacking lab."""
+    data = _load("notebook_10_full_cpu")
+    if data is None or "fix4" not in data["figures"]:
         return missing("notebook_10_full_cpu", "python -m minirl.results notebook solutions/10_*.ipynb")
     f = data["figures"]
-    base3 = (_load("reasoning_base") or {}).get("figures", {}).get("table", {}).get("sum", {}).get("thinking", {})
-    base4_data = _load("reasoning_base_sum4")
-    base4 = (base4_data or {}).get("figures", {}).get("table", {}).get("sum", {}).get("thinking", {})
-    warm, rl_total = f["sft_seconds"], f["sft_seconds"] + f["rl_seconds"]
-    verifier = f"`{f.get('hack_verifier', 'contains')}`"  # records before the substring verifier used contains
+    base3, base4, base_records = _base_sums()
     rows = [
-        ["the base model, asked to think", "", pct(base3.get("greedy")), pct(base4.get("greedy"))],
-        [f"warm start: {f['sft_steps']} supervised steps on worked 3-number sums", _seconds(warm),
-         pct(f["think3"]), pct(f["think4"])],
-        [f"warm start: bare answers for the same time ({f['sft_bare_steps']} steps)", _seconds(warm),
-         pct(f["bare3"]), pct(f["bare4"])],
-        [f"worked warm start + {f['rl_steps']} GRPO steps on 4-number sums", _seconds(rl_total),
-         pct(f["rl3"]), pct(f["rl4"])],
-        [f"worked warm start + {f['control_steps']} more supervised steps (the control)", _seconds(rl_total),
-         pct(f["control3"]), pct(f["control4"])],
-        [f"worked warm start + {f['hack_steps']} GRPO steps on the lenient verifier ({verifier})",
-         _seconds(rl_total), "", pct(f["hack_true"])],
+        ["the base model, asked to think", "", "", pct(base3.get("greedy"), 0), pct(base4.get("greedy"), 0)],
+        ["warm start on worked 3-number sums", f["sft_steps"], _seconds(f["sft_seconds"]), pct(f["think3"], 0),
+         pct(f["think4"], 0)],
+        ["warm start on bare answers (answer only)", f["bare_steps"], _seconds(f["bare_seconds"]), pct(f["bare3"], 0),
+         pct(f["bare4"], 0)],
+        ["worked warm start + GRPO on 4-number sums (strict verifier)", f["rl_steps"], _seconds(f["rl_seconds"]),
+         pct(f["rl3"], 0), pct(f["rl4"], 0)],
+        ["worked warm start + more supervised steps on 3-number sums (the control)", f["control_steps"],
+         _seconds(f["control_seconds"]), pct(f["control3"], 0), pct(f["control4"], 0)],
+        [f"worked warm start + GRPO on the lenient verifier (`{f['hack_verifier']}`)", f["hack_steps"],
+         _seconds(f["hack_seconds"]), pct(f["hack3"], 0), pct(f["hack4"], 0)],
+        [f"worked warm start + GRPO on the fixed verifier (`{f['fix_verifier']}`)", f["fix_steps"],
+         _seconds(f["fix_seconds"]), pct(f["fix3"], 0), pct(f["fix4"], 0)],
     ]  # fmt: skip
-    rise = f["rl4"] - base4["greedy"] if base4 else None
-    above_control, below_honest = f["rl4"] - f["control4"], f["hack_true"] - f["rl4"]
-    targets = {
-        "a rise of at least 50 points on 4-number sums within 15 min, from the base ("
-        + (f"{100 * rise:+.1f} points in {_seconds(rl_total)}" if rise is not None else "the base not measured")
-        + ")": rise is not None and rise >= 0.5 and rl_total <= 900,
-        f"GRPO at least 15 points above the supervised control ({100 * above_control:+.1f})": above_control >= 0.15,
-        f"the hacked run at least 20 points below the honest one ({100 * below_honest:+.1f}) with a higher proxy "
-        f"reward ({pct(f['hack_proxy'])} against {pct(f['honest_proxy'])})": below_honest <= -0.2
-        and f["hack_proxy"] > f["honest_proxy"],
-    }
-    verdicts = "; ".join(f"{text}: {'met' if ok else '**not met**'}" for text, ok in targets.items())
-    verdicts += " (each on this one seed; over three seeds: the next table)"
-    out = [
-        f"SmolLM2-135M-Instruct on 2 CPU cores, sums of single digits answered with a `<think>` scratchpad (notebook "
-        f"10 in full mode, one seed). Held-out greedy accuracy on {f['n_eval']} problems of each length; the base "
-        "model's row comes from `results/reasoning_base.json` (60 problems)"
-        + (" and `results/reasoning_base_sum4.json`" if base4_data else "")
-        + ". Times: the warm start, then the warm start plus the later stage:",
-        "",
-        table(["stage", "wall time", "3 numbers", "4 numbers"], rows),
-        "",
-        f"pass@1 and pass@8 on 4-number sums ({min(f['n_eval'], 50)} problems × 8 samples): "
-        f"{pct(f['pass_before'][0])} and {pct(f['pass_before'][7])} after the warm start, "
-        f"{pct(f['pass_after'][0])} and {pct(f['pass_after'][7])} after GRPO. The lenient "
-        f"verifier's run ({verifier}): proxy reward on the held-out problems {pct(f['hack_proxy'])} "
-        f"(the honest run's: {pct(f['honest_proxy'])}), "
-        f"greedy replies cut by the budget {pct(f['hack_truncated'], 0)} (honest: {pct(f['honest_truncated'], 0)}). "
-        f"Targets of issue 22: {verdicts}.",
-        "",
-        provenance(data),
+    ks = _pass_ks(f["pass_before"])
+    passes = table(
+        ["pass@k, 4-number sums", *(f"k = {k}" for k in ks)],
+        [
+            ["after the warm start", *(pct(f["pass_before"][k - 1], 0) for k in ks)],
+            ["after GRPO", *(pct(f["pass_after"][k - 1], 0) for k in ks)],
+        ],
+    )
+    return "\n".join(
+        [
+            "SmolLM2-135M-Instruct on 2 CPU cores, sums of single digits answered with a `<think>` scratchpad "
+            f"(notebook 10 in full mode, seed 0). Each stage after the warm start starts from it; every budget is a "
+            f"number of steps. Held-out greedy accuracy on {f['n_eval']} problems of each length; the base model's row "
+            "comes from `minirl.bench.reasoning`:",
+            "",
+            table(["stage", "steps", "wall time", "3 numbers", "4 numbers"], rows),
+            "",
+            f"pass@k on the first {f['pass_prompts']} held-out 4-number sums, {f['pass_samples']} samples each at "
+            "T = 1 (the unbiased estimator):",
+            "",
+            passes,
+            "",
+            f"The lenient verifier's run: proxy reward on the held-out problems {pct(f['hack_proxy'], 0)} (the honest "
+            f"run's replies: {pct(f['honest_proxy'], 0)}); its greedy replies cut by the budget "
+            f"{pct(f['hack_truncated'], 0)}; KL coefficient β = {f['kl_coef']:g}.",
+            "",
+            provenance(data),
+            *(provenance(d) for d in base_records),
+        ]
+    )
+
+
+def reasoning_prompts() -> str:
+    """What a 4-number prompt shows (``minirl.bench.reasoning --prompt-options``): for each option, the base model
+    and the reasoning recipe's warm start on held-out 3- and 4-number sums."""
+    data = _load("reasoning_prompts")
+    if data is None:
+        return missing(
+            "reasoning_prompts", "python -m minirl.bench.reasoning --prompt-options --save reasoning_prompts"
+        )
+    f = data["figures"]
+    r = f["recipe"]
+    rows = [
+        [option, pct(o["base4"], 0), pct(o["warm3"], 0), pct(o["warm4"], 0), f"`{o['examples'][0]}`"]
+        for option, o in f["options"].items()
     ]
-    if base4_data:
-        out.append(provenance(base4_data))
-    return "\n".join(out)
+    return "\n".join(
+        [
+            "What a 4-number question's prompt shows before the question, seed 0: held-out greedy accuracy of the "
+            f"base model, then after the reasoning recipe's warm start ({r['sft_steps']} steps of "
+            f"{r['sft_prompts_per_step']} worked 3-number sums, whose prompts show a 3-number example, or none in the "
+            f"last row), on {f['n_eval']} problems of each length:",
+            "",
+            table(
+                [
+                    "the 4-number prompt shows",
+                    "base, 4 numbers",
+                    "warm start, 3 numbers",
+                    "warm start, 4 numbers",
+                    "first greedy reply, 4 numbers",
+                ],
+                rows,
+            ),  # fmt: skip
+            "",
+            provenance(data),
+        ]
+    )
 
 
-def _notebook_seed(f: Mapping[str, Any]) -> dict[str, Any]:
-    """Notebook 10's full run (seed 0) in the keys of a ``minirl.bench.reasoning_rl`` run."""
-    return {
-        "warm": {"steps": f["sft_steps"], "seconds": f["sft_seconds"], "sum3": f["think3"], "sum4": f["think4"]},
-        "thinking": {
-            "sum3": f["rl3"],
-            "sum4": f["rl4"],
-            "run": {"steps": f["rl_steps"], "train_seconds": f["rl_seconds"]},
-            "pass_before": {"pass@1": f["pass_before"][0], "pass@8": f["pass_before"][7]},
-            "pass_after": {"pass@1": f["pass_after"][0], "pass@8": f["pass_after"][7]},
-        },
-        "control": {"steps": f["control_steps"], "sum3": f["control3"], "sum4": f["control4"]},
-    }
-
-
-def _mean_std(values: list[float]) -> str:
-    """``70% ± 14`` over seeds (one value alone, none: empty)."""
+def _spread_cell(values: list[float]) -> str:
+    """``70% ± 14 (61–85)``: mean ± std (points) and min–max over seeds; one value alone, none: empty."""
     from minirl.bench import spread
 
     if len(values) < 2:
         return pct(values[0], 0) if values else ""
-    return pm(spread(values), 0)
+    s = spread(values)
+    return f"{pm(s, 0)} ({100 * s['min']:.0f}–{100 * s['max']:.0f})"
 
 
 Arm = tuple[str, tuple[str, ...], tuple[str, ...] | None]
 """A row of a table over seeds: its label, the path to its value in a ``reasoning_rl`` run, the path to its steps."""
 
-# notebook 10's arms, each row: (label, accuracy, steps) as paths into a reasoning_rl run
 REASONING_ARMS: list[Arm] = [
     ("worked warm start (3-number sums)", ("warm", "sum4"), ("warm", "steps")),
     ("+ thinking GRPO on 4-number sums", ("thinking", "sum4"), ("thinking", "run", "steps")),
-    ("+ supervised steps instead (the control)", ("control", "sum4"), ("control", "steps")),
-    ("bare-answer warm start, the same time", ("answer-only", "warm", "sum4"), ("answer-only", "warm", "steps")),
+    ("+ supervised steps on 3-number sums instead (the control)", ("control", "sum4"), ("control", "steps")),
+    ("bare-answer warm start (3-number sums)", ("answer-only", "warm", "sum4"), ("answer-only", "warm", "steps")),
     ("+ answer-only GRPO on 4-number sums", ("answer-only", "sum4"), ("answer-only", "run", "steps")),
 ]
+"""Notebook 10's arms, each row: (label, accuracy, steps) as paths into a ``reasoning_rl`` run."""
 
 
 def _arm_rows(runs: list[dict[str, Any]], arms: Sequence[Arm]) -> list[list[str]]:
     """A row per arm (label, accuracy, steps: paths into a ``reasoning_rl`` run; steps may be None): the accuracy
-    of each run, with its steps in brackets, empty where the run lacks the arm; then the mean ± std over seeds."""
+    of each run, with its steps in brackets, empty where the run lacks the arm; then mean ± std (min–max)."""
     from minirl.bench.reasoning_rl import nested
 
     rows = []
@@ -607,129 +638,106 @@ def _arm_rows(runs: list[dict[str, Any]], arms: Sequence[Arm]) -> list[list[str]
             "" if v is None else pct(v, 0) + ("" if steps is None else f" ({nested(r, steps)} steps)")
             for r, v in zip(runs, values)
         ]
-        rows.append([label, *cells, _mean_std([v for v in values if v is not None])])
+        rows.append([label, *cells, _spread_cell([v for v in values if v is not None])])
     return rows
 
 
-def _reasoning_verdicts(runs: list[dict[str, Any]], base: dict[str, float], minutes: float) -> str:
-    """``minirl.bench.reasoning_rl``'s targets on these runs, each said with the figure it reads."""
-    from minirl.bench.reasoning_rl import check_targets, summarize
+def _verifier_arms(runs: list[dict[str, Any]]) -> list[Arm]:
+    """The reward-hacking lab's rows: the hacked and the fixed verifier's runs."""
+    hack = runs[0].get("hack", {}).get("reward", "substring")
+    fix = runs[0].get("fix", {}).get("reward", "answer")
+    return [
+        (f"GRPO on the lenient `{hack}` verifier: strict accuracy", ("hack", "sum4"), ("hack", "run", "steps")),
+        ("… its proxy reward", ("hack", "proxy"), None),
+        ("… the proxy reward of the honest run's replies", ("hack", "honest_proxy"), None),
+        (f"GRPO on the fixed `{fix}` verifier: strict accuracy", ("fix", "sum4"), ("fix", "run", "steps")),
+    ]
 
-    summary = summarize(runs, base)
-    mean = {k: v["mean"] for k, v in summary.items() if isinstance(v, dict) and "mean" in v}
-    gap = {k: 100 * (mean["thinking_sum4"] - mean.get(k, float("nan"))) for k in ("control_sum4", "answer_sum4")}
+
+def _reasoning_verdicts(summary: dict[str, Any]) -> str:
+    """``minirl.bench.reasoning_rl``'s targets on a summary, each said with the figures it reads."""
+    from minirl.bench.reasoning_rl import check_targets
+
+    def mean(key: str) -> float:
+        return summary[key]["mean"] if key in summary else float("nan")
+
     texts = {
-        "thinking: 4-number accuracy +50 points within 15 min": "a rise of at least 50 points within 15 min "
-        f"({100 * (mean.get('thinking_sum4', float('nan')) - base['think_sum4']):+.0f} points; longest seed "
-        f"{minutes:.1f} min)",
-        "GRPO >= 15 points over the supervised control": "thinking GRPO at least 15 points above the control "
-        f"({gap['control_sum4']:+.0f})",
-        "thinking >= 15 points over answer-only": "thinking GRPO at least 15 points above answer-only at equal "
-        f"time ({gap['answer_sum4']:+.0f})",
+        "thinking GRPO: 4-number mean >= 75%, std <= 8 points, warm start + GRPO <= 15 min": (
+            "thinking GRPO at a mean of at least 75% with a standard deviation of at most 8 points, within 15 min "
+            f"of warm start and GRPO ({pm(summary['thinking_sum4'], 0)}; the longest seed "
+            f"{summary.get('warm_plus_grpo_minutes', {}).get('max', float('nan')):.1f} min)"
+            if "thinking_sum4" in summary
+            else ""
+        ),
+        "thinking >= 15 points over answer-only": "thinking at least 15 points over answer-only "
+        f"({100 * (mean('thinking_sum4') - mean('answer_sum4')):+.0f})",
+        "hacked: strict accuracy >= 20 points below the honest run's, proxy higher": "the hacked run's strict "
+        "accuracy at least 20 points below the honest run's "
+        f"({100 * (mean('hack_strict') - mean('thinking_sum4')):+.0f}) with a higher proxy reward "
+        f"({100 * (mean('hack_proxy') - mean('honest_proxy')):+.0f})",
+        "fixed verifier: within 10 points of the honest run": "the fixed verifier's run within 10 points of the "
+        f"honest one ({100 * (mean('fix_sum4') - mean('thinking_sum4')):+.0f})",
     }
-    targets = check_targets(runs, summary)
+    targets = check_targets(summary)
     return "; ".join(f"{texts.get(name, name)}: {'met' if ok else '**not met**'}" for name, ok in targets.items())
 
 
+def _pass_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """pass@k over seeds (mean ± std) before and after thinking GRPO, at the powers of 2."""
+    before, after = summary.get("pass_before", {}), summary.get("pass_after", {})
+    ks = _pass_ks(list(before))
+    rows = [
+        [label, *(pm(curve[f"pass@{k}"], 0) for k in ks)]
+        for label, curve in (("after the warm start", before), ("after thinking GRPO", after))
+        if curve
+    ]
+    return [f"k = {k}" for k in ks], rows
+
+
 def reasoning_seeds() -> str:
-    """Notebook 10's arms over seeds: seed 0 is the notebook's full run (its answer-only arm from a bench record of
-    its own), the other seeds ``minirl.bench.reasoning_rl``'s; mean ± std and the targets on the means."""
+    """Notebook 10's arms over seeds (``minirl.bench.reasoning_rl``, one command): each arm's held-out accuracy per
+    seed with its steps, mean ± std and min–max; pass@k before and after GRPO; stage times; the targets."""
     from minirl.bench.reasoning_rl import nested
 
-    bench, notebook = _load("bench_reasoning"), _load("notebook_10_full_cpu")
-    seed0_answer = _load("bench_reasoning_seed0_answer_only")
-    if bench is None or notebook is None:
-        command = "python -m minirl.bench.reasoning_rl --seeds 1 2 --arms thinking control answer-only --save"
-        return missing("bench_reasoning", command)
-    seeds = {0: _notebook_seed(notebook["figures"])}
-    if seed0_answer is not None:
-        seeds[0]["answer-only"] = seed0_answer["figures"]["runs"][0]["answer-only"]
-    seeds.update({run["seed"]: run for run in bench["figures"]["runs"]})
-    order = sorted(seeds)
-    runs = [seeds[s] for s in order]
-    base = bench["figures"]["base"]
+    data = _load("bench_reasoning")
+    if data is None or "budgets" not in data["figures"]:
+        return missing("bench_reasoning", "python -m minirl.bench.reasoning_rl --seeds 0 1 2 --save")
+    f = data["figures"]
+    runs, summary, budgets = f["runs"], f["summary"], f["budgets"]
+    seeds = [r["seed"] for r in runs]
+    base = f["base"]
     both = f"{pct(base['think_sum4'], 0)} with a scratchpad, {pct(base['answer_sum4'], 0)} answer only"
-    rows = [["the base model (greedy: the same for every seed)", *([""] * len(order)), both]]
-    rows += _arm_rows(runs, REASONING_ARMS)
-    for when, label in (("pass_before", "after the warm start"), ("pass_after", "after thinking GRPO")):
-        pairs = [[nested(r, ("thinking", when, f"pass@{k}")) for k in (1, 8)] for r in runs]
-        cells = [f"{pct(p1, 0)} / {pct(p8, 0)}" for p1, p8 in pairs]
-        mean = f"{_mean_std([p[0] for p in pairs])} / {_mean_std([p[1] for p in pairs])}"
-        rows.append([f"pass@1 / pass@8 {label} (sampled, T = 1)", *cells, mean])
-    minutes = max((nested(r, ("warm", "seconds")) + nested(r, ("thinking", "run", "train_seconds"))) / 60 for r in runs)
-    settings = bench["figures"]["settings"]
-    out = [
-        f"The same arms over seeds {', '.join(map(str, order))}. Each GRPO run and the control train for "
-        f"{_seconds(settings['rl_seconds']) if settings['rl_seconds'] else str(settings['rl_steps']) + ' steps'} "
-        "after the warm start; answer-only spends the same two times on bare "
-        "answers (an 8-token budget). Seed 0 is notebook 10's full run (its answer-only arm measured on its own); "
-        f"the others come from `minirl.bench.reasoning_rl`. {settings['n_eval']} held-out problems, greedy (pass@k: "
-        f"the first {settings['pass_prompts']}, {settings['samples']} samples each); in brackets the steps each "
-        "stage took:",
-        "",
-        table(["4-number sums", *(f"seed {s}" for s in order), "mean ± std (points)"], rows),
-        "",
-        f"Targets of issue 22 on the means over these seeds: {_reasoning_verdicts(runs, base, minutes)}.",
-        "",
-        provenance(notebook),
-        provenance(bench),
-    ]
-    if seed0_answer is not None:
-        out.append(provenance(seed0_answer))
-    return "\n".join(out)
-
-
-def reasoning_hack() -> str:
-    """The reward-hacking lab over seeds: seed 0 is notebook 10's full run, the others
-    ``minirl.bench.reasoning_rl --arms thinking hack``; the hacked run's strict accuracy and proxy reward
-    against the honest run's, and the target on the means."""
-    from minirl.bench.reasoning_rl import check_targets, nested, summarize
-
-    bench, notebook = _load("bench_reasoning_hack"), _load("notebook_10_full_cpu")
-    if bench is None or notebook is None:
-        return missing(
-            "bench_reasoning_hack", "python -m minirl.bench.reasoning_rl --seeds 1 2 --arms thinking hack --save"
-        )
-    f = notebook["figures"]
-    verifier = f.get("hack_verifier", "contains")
-    seeds = {0: _notebook_seed(f)}
-    seeds[0]["hack"] = {"strict": f["hack_true"], "proxy": f["hack_proxy"], "honest_proxy": f["honest_proxy"]}
-    seeds[0]["hack"]["run"] = {"steps": f["hack_steps"]}
-    seeds.update({run["seed"]: run for run in bench["figures"]["runs"]})
-    order = sorted(seeds)
-    runs = [seeds[s] for s in order]
-    rows = _arm_rows(
-        runs,
-        [
-            ("honest run (strict verifier): strict accuracy", ("thinking", "sum4"), None),
-            ("honest run: proxy reward", ("hack", "honest_proxy"), None),
-            (f"hacked run (`{verifier}` verifier): strict accuracy", ("hack", "strict"), None),
-            ("hacked run: proxy reward", ("hack", "proxy"), None),
-        ],
+    rows = [["the base model (greedy: the same for every seed)", *([""] * len(runs)), both]]
+    rows += _arm_rows(runs, [*REASONING_ARMS, *_verifier_arms(runs)])
+    pass_header, pass_rows = _pass_rows(summary)
+    times = ", ".join(
+        f"seed {r['seed']} {_seconds(nested(r, ('warm', 'seconds')))} + "
+        f"{_seconds(nested(r, ('thinking', 'run', 'train_seconds')))}"
+        for r in runs
+        if nested(r, ("thinking", "run", "train_seconds")) is not None
     )
-    steps = ", ".join(
-        f"{nested(r, ('thinking', 'run', 'steps'))} / {nested(r, ('hack', 'run', 'steps'))}" for r in runs
-    )
-    summary = summarize(runs, bench["figures"]["base"])
-    verdicts = {k: v for k, v in check_targets(runs, summary).items() if k.startswith("hacked")}
-    mean = {k: v["mean"] for k, v in summary.items() if isinstance(v, dict) and "mean" in v}
-    met = "met" if all(verdicts.values()) and verdicts else "**not met**"
-    settings = bench["figures"]["settings"]
+    recipe = f["recipes"]["thinking"]
     return "\n".join(
         [
-            f"The reward-hacking lab over seeds {', '.join(map(str, order))}: from the same worked warm start, GRPO "
-            f"for {_seconds(settings['rl_seconds'])} on the strict verifier (the honest run) and on the lenient "
-            f"`{verifier}` verifier (the hacked run; steps, honest / hacked: {steps}). Held-out 4-number sums, "
-            f"{settings['n_eval']} problems, greedy; the proxy reward is the lenient verifier's on the same replies:",
+            f"Notebook 10's arms over seeds {', '.join(map(str, seeds))}, one command, every budget a number of steps "
+            f"(`reasoning_recipe`: GRPO {recipe['steps']} steps of {recipe['prompts_per_step']} prompts × "
+            f"{recipe['group_size']} replies at a constant learning rate {recipe['learning_rate']:g}, after a warm "
+            f"start of {recipe['sft_steps']} steps of {recipe['sft_prompts_per_step']} worked 3-number sums; the "
+            f"control {budgets['control_steps']} more supervised steps; answer-only {recipe['sft_steps']} bare-answer "
+            f"steps, then {budgets['answer_steps']} GRPO steps). Held-out greedy accuracy on "
+            f"{recipe['eval_prompts']} 4-number sums; in brackets the steps of each stage:",
             "",
-            table(["4-number sums", *(f"seed {s}" for s in order), "mean ± std (points)"], rows),
+            table(["4-number sums", *(f"seed {s}" for s in seeds), "mean ± std (min–max), points"], rows),
             "",
-            "Target of issue 22 on the means: the hacked run's strict accuracy at least 20 points below the honest "
-            f"run's ({100 * (mean['hack_strict'] - mean['thinking_sum4']):+.0f}) while its proxy reward is higher "
-            f"({100 * (mean['hack_proxy'] - mean['honest_proxy']):+.0f}), within 10 min of RL: {met}.",
+            f"pass@k on the first {budgets['pass_prompts']} held-out 4-number sums, {budgets['pass_samples']} samples "
+            "each at T = 1, mean ± std over seeds:",
             "",
-            provenance(notebook),
-            provenance(bench),
+            table(["", *pass_header], pass_rows),
+            "",
+            f"Wall time, warm start + thinking GRPO: {times}. "
+            f"Targets over these seeds: {_reasoning_verdicts(summary)}.",
+            "",
+            provenance(data),
         ]
     )
 
@@ -771,8 +779,6 @@ def reasoning_gpu() -> str:
 
 def _reasoning_gpu_intro(s: Mapping[str, Any], seeds: list[int]) -> str:
     """What ran: the GPU recipe's model settings with notebook 10's knobs, GRPO for ``rl_seconds`` an arm."""
-    from minirl.bench.reasoning_rl import SETTINGS
-
     return (
         f"Notebook 10's thinking and hack arms on one GPU, seeds {', '.join(map(str, seeds))} "
         "(`minirl.bench.reasoning_rl --arms thinking hack`). The model is set up by the GPU recipe "
@@ -780,8 +786,9 @@ def _reasoning_gpu_intro(s: Mapping[str, Any], seeds: list[int]) -> str:
         f"as they are (a warm start of {s['sft_steps']} steps of {s['sft_prompts']} worked 3-number sums at "
         f"learning rate {s['sft_learning_rate']:g}, then GRPO on 4-number sums, {s['prompts']} prompts × "
         f"{s['group']} replies a step at a constant learning rate {s['learning_rate']:g}), except that each GRPO "
-        f"run trains for {_seconds(s['rl_seconds'])} instead of {_seconds(SETTINGS['rl_seconds'])} (the records' "
-        "commands say so). This is that untuned combination, not a GPU reasoning recipe. The hacked run trains "
+        f"run trains for {_seconds(s['rl_seconds'])} instead of the 10 min the CPU benchmark of that commit gave it "
+        "(the records' commands say so), and every prompt carries that commit's system message, "
+        '"You sort numbers.". This is that untuned combination, not a GPU reasoning recipe. The hacked run trains '
         f"as long from the same warm start on the lenient `{s['hack_reward']}` verifier. Held-out greedy "
         f"accuracy on {s['n_eval']} problems; in brackets the steps each stage took; the proxy reward is the "
         "lenient verifier's on the hacked run's replies:"
@@ -841,7 +848,7 @@ def reasoning_families() -> str:
             "",
             table(["family", "form: stage", *(f"seed {seed}" for seed in seeds), "mean ± std (points)"], rows),
             "",
-            "Target of issue 22, thinking GRPO at least 15 points above answer-only GRPO at equal wall time, on "
+            "Target: thinking GRPO at least 15 points above answer-only GRPO at equal wall time, on "
             f"each family's mean: {gaps}.",
             "",
             provenance(data),
@@ -910,8 +917,8 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "trl": trl,
     "notebooks": notebooks,
     "reasoning": reasoning,
+    "reasoning_prompts": reasoning_prompts,
     "reasoning_seeds": reasoning_seeds,
-    "reasoning_hack": reasoning_hack,
     "reasoning_families": reasoning_families,
     "reasoning_gpu": reasoning_gpu,
 }

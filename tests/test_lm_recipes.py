@@ -272,3 +272,49 @@ def test_the_recipes_hold_out_answers_and_evaluate_reports_both_sets():
     # evaluate takes a float32 mean of 50 booleans: the sum is exact, the division rounds once (half an ulp)
     assert out["unseen_greedy_exact"] == pytest.approx(want, rel=2**-24)
     assert out["unseen_greedy_format"] == 1.0
+
+
+def _notebook_code(name: str) -> str:
+    nb = json.loads((ROOT / "solutions" / f"{name}.ipynb").read_text())
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code")
+
+
+def test_notebook_10_builds_every_run_from_the_reasoning_recipe():
+    """Notebook 10 takes its knobs from ``reasoning_recipe`` and the benchmark's ``BUDGETS``, never its own: each
+    ``train_config`` call sets only the seed and the progress bar, each warm start its steps and seed."""
+    import re
+
+    code = _notebook_code("10_reasoning_and_reward_hacking")
+    assert "RECIPE = reasoning_recipe(KIND)" in code and "BARE = reasoning_recipe(KIND, thinking=False)" in code
+    assert "B = QUICK_BUDGETS if FAST else BUDGETS" in code and "quick_recipe(RECIPE)" in code
+    calls = re.findall(r"train_config\(([^()]*)\)", code)
+    assert len(calls) == 3  # the honest run, the hacked run and the fixed one
+    for args in calls:
+        keywords = set(re.findall(r"(\w+)=", args))
+        assert keywords == {"seed", "progress"}, args
+    for literal in ("learning_rate=", "lr_schedule=", "prompts_per_step=", "group_size=", "max_seconds="):
+        assert literal not in code, literal
+
+
+def test_the_reasoning_records_were_measured_with_the_recipe_and_budgets():
+    """README's reasoning figures (notebook 10's full-mode record and the three-seed benchmark) come from the
+    current recipe and budgets: change either and re-measure (CONTRIBUTING, 'Measured figures')."""
+    from minirl.bench.reasoning_rl import BUDGETS
+
+    cpu = reasoning_recipe("pretrained")
+    bench = json.loads((ROOT / "results" / "bench_reasoning.json").read_text())["figures"]
+    assert bench["recipes"] == {
+        "thinking": dataclasses.asdict(cpu),
+        "answer": dataclasses.asdict(reasoning_recipe("pretrained", thinking=False)),
+    }
+    assert bench["budgets"] == BUDGETS and bench["quick"] is False
+    notebook = json.loads((ROOT / "results" / "notebook_10_full_cpu.json").read_text())["figures"]
+    assert (notebook["n_eval"], notebook["sft_steps"], notebook["bare_steps"]) == (
+        cpu.eval_prompts,
+        cpu.sft_steps,
+        cpu.sft_steps,
+    )
+    assert notebook["rl_steps"] == notebook["hack_steps"] == notebook["fix_steps"] == cpu.steps
+    assert notebook["control_steps"] == BUDGETS["control_steps"]
+    assert (notebook["pass_prompts"], notebook["pass_samples"]) == (BUDGETS["pass_prompts"], BUDGETS["pass_samples"])
+    assert notebook["kl_coef"] == cpu.kl_coef

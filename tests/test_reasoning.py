@@ -234,3 +234,17 @@ def test_every_worked_solution_fits_the_thinking_budget_with_smollm2s_tokenizer(
         prompts = t.sample_prompts(500, torch.Generator().manual_seed(0)) + t.eval_prompts()
         longest = max(len(tokenizer(p.target)["input_ids"]) + 1 for p in prompts)  # + the end-of-sequence token
         assert longest <= THINKING_TOKENS, family
+
+
+def test_a_worked_example_of_another_length():
+    four, three = task("sum", n_numbers=4, few_shot=1), task("sum", n_numbers=3, few_shot=1)
+    assert four.few_shot_messages[-1]["content"].count(" + ") == 3  # a 4-number example by default
+    mixed = task("sum", n_numbers=4, few_shot=1, example_numbers=3)
+    assert mixed.few_shot_messages == three.few_shot_messages  # the 3-number task's own example
+    assert [p.numbers for p in mixed.eval_prompts(5)] == [p.numbers for p in four.eval_prompts(5)]
+    assert mixed.eval_prompts(1)[0].messages[-1] == four.eval_prompts(1)[0].messages[-1]
+    assert task("sum", n_numbers=4, few_shot=1, example_numbers=4).few_shot_messages == four.few_shot_messages
+    with pytest.raises(ValueError, match="example_numbers is for the sum family only"):
+        task("word", example_numbers=3)
+    with pytest.raises(ValueError, match="example_numbers must be an int in"):
+        task("sum", example_numbers=9)

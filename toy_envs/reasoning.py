@@ -48,6 +48,7 @@ Shapes: ``[batch, trial]`` = prompt, completion in the prompt's group.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -202,6 +203,9 @@ class ReasoningTask(_TextTask):
             right: int) -> float`` (a learner's verifier in notebook 10).
         few_shot, n_heldout, format_weight, seed, system, n_unseen_answers: as in ``TextSortTask``; a worked
             example shows the scratchpad when ``thinking``.
+        example_numbers: ``"sum"``: how many digits the worked examples in the prompt add (2 .. 6); None: as many
+            as the question (``n_numbers``). A 4-number question with a 3-number example shows no 4-number
+            scratchpad anywhere.
     """
 
     family: str = "sum"
@@ -215,6 +219,7 @@ class ReasoningTask(_TextTask):
     seed: int = 0
     system: str | None = None
     n_unseen_answers: int = 0
+    example_numbers: int | None = None
 
     KINDS = REASONING_KINDS  # what answer_kind returns (a class attribute, not a field)
     SYSTEM: ClassVar[str] = "You solve arithmetic problems."
@@ -228,7 +233,14 @@ class ReasoningTask(_TextTask):
             raise ValueError(f"reward must be one of {REASONING_REWARDS} or a function; got {self.reward!r}")
         _check_int("n_numbers", self.n_numbers, 2, 6)
         _check_int("digits", self.digits, 1, 6)
+        if self.example_numbers is not None:
+            if self.family != "sum":
+                raise ValueError(f"example_numbers is for the sum family only; got family {self.family!r}")
+            _check_int("example_numbers", self.example_numbers, 2, 6)
         self._setup()
+        if self.example_numbers not in (None, self.n_numbers):  # the examples of the task of that length
+            other = dataclasses.replace(self, n_numbers=self.example_numbers, example_numbers=None)
+            object.__setattr__(self, "_preamble", other.few_shot_messages)
 
     # -- the problem space -----------------------------------------------------------------------------
 
