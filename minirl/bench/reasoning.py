@@ -48,7 +48,7 @@ BASE_SETTINGS: dict[str, Any] = {
 }
 
 
-def _measure(policy, task: ReasoningTask, n_prompts: int, n_samples: int, seed: int) -> dict[str, float]:
+def _measure(policy, task: ReasoningTask, n_prompts: int, n_samples: int, seed: int) -> dict[str, Any]:
     prompts = task.eval_prompts(n_prompts)
     greedy = policy.greedy(prompts)
     sampled = policy.sample(prompts, n_samples, temperature=1.0, generator=torch.Generator().manual_seed(seed))
