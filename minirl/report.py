@@ -603,6 +603,56 @@ def reasoning_prompts() -> str:
     )
 
 
+def reasoning_levers() -> str:
+    """The runs that explored the CPU reasoning recipe's levers (``results/reasoning_levers.json``): per run, what
+    the 4-number prompt shows, the seed, prompts × group and held-out greedy accuracy on 4-number sums at each
+    evaluation, with the reply length at the start and the end of GRPO."""
+    data = _load("reasoning_levers")
+    if data is None:
+        return missing("reasoning_levers", "the exploration script kept in the record")
+    runs = sorted(data["figures"]["runs"], key=lambda r: (r["prompt"], r["knobs"]["prompts"], r["seed"]))
+    steps = sorted({e["step"] for r in runs for e in r["evals"]})
+    rows = []
+    for r in runs:
+        k = r["knobs"]
+        acc = {e["step"]: pct(e["greedy_exact"], 0) for e in r["evals"]}
+        length = r["response_length"]
+        rows.append(
+            [
+                r["prompt"],
+                r["seed"],
+                f"{k['prompts']} × {k['group']}",
+                *(acc.get(s, "") for s in steps),
+                pct(r["final3"], 0),
+                f"{sum(length[:5]) / 5:.0f} → {sum(length[-5:]) / 5:.0f}",
+            ]
+        )
+    k = runs[0]["knobs"]
+    return "\n".join(
+        [
+            f"Exploring the recipe (warm start {k['sft_steps']} steps of {k['sft_prompts']} worked 3-number sums at "
+            f"{k['sft_lr']:g}, then GRPO at a {k['schedule']} {k['lr']:g}, top {k['layers']} blocks, "
+            f"KL β = {k['kl']:g}): "
+            f"held-out greedy accuracy on {k['n_eval']} 4-number sums at each GRPO step count, then on 3-number sums "
+            "after GRPO, and the mean sampled reply length (tokens) over the first and the last 5 steps:",
+            "",
+            table(
+                [
+                    "the 4-number prompt shows",
+                    "seed",
+                    "prompts × group",
+                    *(f"step {s}" for s in steps),
+                    "3 numbers after",
+                    "reply length",
+                ],
+                rows,
+            ),
+            "",
+            f"{provenance(data)} {data['notes']} {data['load']['note'].capitalize()}.",
+        ]
+    )
+
+
 def _spread_cell(values: list[float]) -> str:
     """``70% ± 14 (61–85)``: mean ± std (points) and min–max over seeds; one value alone, none: empty."""
     from minirl.bench import spread
@@ -919,6 +969,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "reasoning": reasoning,
     "reasoning_prompts": reasoning_prompts,
     "reasoning_seeds": reasoning_seeds,
+    "reasoning_levers": reasoning_levers,
     "reasoning_families": reasoning_families,
     "reasoning_gpu": reasoning_gpu,
 }

@@ -67,7 +67,7 @@ __all__ = [
 
 ARMS = ("thinking", "control", "answer-only", "hack", "fix")
 BUDGETS: dict[str, Any] = {
-    "control_steps": 120,  # more supervised steps on worked 3-number sums, from the warm start
+    "control_steps": 60,  # more supervised steps on worked 3-number sums, from the warm start
     "answer_steps": 160,  # answer-only GRPO steps (an 8-token reply is far cheaper to sample than a scratchpad)
     "pass_prompts": 32,  # pass@k: the first pass_prompts held-out 4-number problems ...
     "pass_samples": 64,  # ... pass_samples replies each at T = 1: pass@k for every k up to it

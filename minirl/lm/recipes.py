@@ -372,7 +372,7 @@ ANSWER_TOKENS = 8
 """The response budget of an answer-only reasoning run: the number, its end token and a little slack."""
 
 REASONING_CHANGES: dict[str, Any] = {
-    "learning_rate": 3e-5,  # the sorting recipe's 1e-4 undid the warm start (README, "Reasoning")
+    "learning_rate": 3e-5,  # a third of the sorting recipe's start, constant (README, "Reasoning": the levers tried)
     "lr_schedule": "constant",
     "steps": 40,
     "prompts_per_step": 4,
