@@ -603,45 +603,82 @@ def reasoning_prompts() -> str:
     )
 
 
+def _lever_row(prompt: str, seed: int, batch: str, evals: list[tuple[int, float]], after3: float, length: str) -> list:
+    trajectory = " → ".join(f"{pct(acc, 0)}" for _, acc in evals)
+    return [prompt, seed, batch, f"{trajectory} (steps {', '.join(str(s) for s, _ in evals)})", pct(after3, 0), length]
+
+
 def reasoning_levers() -> str:
-    """The runs that explored the CPU reasoning recipe's levers (``results/reasoning_levers.json``): per run, what
-    the 4-number prompt shows, the seed, prompts × group and held-out greedy accuracy on 4-number sums at each
-    evaluation, with the reply length at the start and the end of GRPO."""
+    """The runs that explored the CPU reasoning recipe's levers (``results/reasoning_levers.json``) and notebook
+    10's own GRPO run at seed 0 (``results/reasoning_seed0.json``): per run, what the 4-number prompt shows, the
+    seed, prompts × group and held-out greedy accuracy on 4-number sums at each evaluation, with the reply length
+    at the start and the end of GRPO; then the seed-0 run's pass@k before and after GRPO."""
     data = _load("reasoning_levers")
     if data is None:
         return missing("reasoning_levers", "the exploration script kept in the record")
-    runs = sorted(data["figures"]["runs"], key=lambda r: (r["prompt"], r["knobs"]["prompts"], r["seed"]))
-    steps = sorted({e["step"] for r in runs for e in r["evals"]})
+    runs = sorted(
+        data["figures"]["runs"],
+        key=lambda r: (not r["prompt"].startswith("a worked 4"), r["knobs"]["prompts"], r["seed"]),
+    )
     rows = []
     for r in runs:
         k = r["knobs"]
-        acc = {e["step"]: pct(e["greedy_exact"], 0) for e in r["evals"]}
         length = r["response_length"]
         rows.append(
-            [
+            _lever_row(
                 r["prompt"],
                 r["seed"],
                 f"{k['prompts']} × {k['group']}",
-                *(acc.get(s, "") for s in steps),
-                pct(r["final3"], 0),
+                [(e["step"], e["greedy_exact"]) for e in r["evals"]],
+                r["final3"],
                 f"{sum(length[:5]) / 5:.0f} → {sum(length[-5:]) / 5:.0f}",
-            ]
+            )
         )
+    seed0 = _load("reasoning_seed0")
+    passes = []
+    if seed0 is not None:
+        f = seed0["figures"]
+        r = f["recipe"]
+        rows.insert(
+            0,
+            _lever_row(
+                "a worked 4-number example (notebook 10)",
+                0,
+                f"{r['prompts_per_step']} × {r['group_size']}",
+                [(int(s), a) for s, a in f["rl_trajectory"]],
+                f["rl3"],
+                "",
+            ),
+        )
+        ks = _pass_ks(f["pass_before"])
+        curves = [("after the warm start", f["pass_before"]), ("after GRPO", f.get("pass_after"))]
+        passes = [
+            "",
+            f"The notebook's seed-0 run: pass@k on the first {f['pass_prompts']} held-out 4-number sums, "
+            f"{f['pass_samples']} samples each at T = 1 (the unbiased estimator):",
+            "",
+            table(
+                ["", *(f"k = {k}" for k in ks)],
+                [[label, *(pct(c[k - 1], 0) for k in ks)] for label, c in curves if c],
+            ),
+            "",
+            provenance(seed0) + (f" {seed0['notes']}" if seed0.get("notes") else ""),
+        ]
     k = runs[0]["knobs"]
     return "\n".join(
         [
-            f"Exploring the recipe (warm start {k['sft_steps']} steps of {k['sft_prompts']} worked 3-number sums at "
+            f"The recipe over seeds (warm start {k['sft_steps']} steps of {k['sft_prompts']} worked 3-number sums at "
             f"{k['sft_lr']:g}, then GRPO at a {k['schedule']} {k['lr']:g}, top {k['layers']} blocks, "
-            f"KL β = {k['kl']:g}): "
-            f"held-out greedy accuracy on {k['n_eval']} 4-number sums at each GRPO step count, then on 3-number sums "
-            "after GRPO, and the mean sampled reply length (tokens) over the first and the last 5 steps:",
+            f"KL β = {k['kl']:g}): held-out greedy accuracy on {k['n_eval']} 4-number sums at each evaluation of GRPO, "
+            "then on 3-number sums after GRPO, and the mean sampled reply length (tokens) over the first and the last "
+            "5 steps of GRPO (not kept for the notebook's run):",
             "",
             table(
                 [
                     "the 4-number prompt shows",
                     "seed",
                     "prompts × group",
-                    *(f"step {s}" for s in steps),
+                    "4 numbers, at each evaluation",
                     "3 numbers after",
                     "reply length",
                 ],
@@ -649,6 +686,7 @@ def reasoning_levers() -> str:
             ),
             "",
             f"{provenance(data)} {data['notes']} {data['load']['note'].capitalize()}.",
+            *passes,
         ]
     )
 

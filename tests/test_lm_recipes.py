@@ -354,3 +354,14 @@ def test_the_lever_runs_used_the_recipes_knobs():
             cpu.trainable_layers,
             cpu.kl_coef,
         )
+
+
+def test_the_seed_0_reasoning_run_used_the_recipe_and_budgets():
+    """The notebook's seed-0 GRPO run in README's levers table came from the current recipe and pass@k budgets."""
+    from minirl.bench.reasoning_rl import BUDGETS
+
+    seed0 = _reasoning_record("reasoning_seed0")
+    assert seed0["recipe"] == dataclasses.asdict(reasoning_recipe("pretrained"))
+    assert (seed0["pass_prompts"], seed0["pass_samples"]) == (BUDGETS["pass_prompts"], BUDGETS["pass_samples"])
+    assert len(seed0["pass_before"]) == len(seed0["pass_after"]) == BUDGETS["pass_samples"]
+    assert seed0["rl_steps"] == reasoning_recipe("pretrained").steps

@@ -54,6 +54,7 @@ __all__ = [
     "ARMS",
     "BUDGETS",
     "QUICK_BUDGETS",
+    "QUICK_TOKENS",
     "Arms",
     "check_targets",
     "measure_base",
@@ -80,14 +81,25 @@ BUDGETS: dict[str, Any] = {
 FORMS = {"think": True, "answer": False}
 """The two forms of a reply, by the short names the figures use."""
 
+QUICK_TOKENS = 40
+"""The longest reply of a quick run (``quick_recipe``)."""
 QUICK_BUDGETS: dict[str, Any] = {**BUDGETS, "control_steps": 2, "answer_steps": 2, "pass_prompts": 2, "pass_samples": 4}
 """A few steps of everything (``--quick``; notebook 10's fast mode)."""
 
 
 def quick_recipe(recipe: LMRecipe) -> LMRecipe:
-    """``recipe`` cut to a few steps of everything: the mechanics, not the results (``--quick``, fast mode)."""
+    """``recipe`` cut to a few steps of everything: the mechanics, not the results (``--quick``, fast mode). On a
+    CPU a reply's cost is its length (each new token is one pass of the model), so a quick reply stops after
+    ``QUICK_TOKENS`` (a reply cut inside its scratchpad scores 0)."""
     return recipe.with_(
-        sft_steps=2, sft_prompts_per_step=2, steps=2, prompts_per_step=1, group_size=4, eval_prompts=4, eval_every=2
+        sft_steps=2,
+        sft_prompts_per_step=2,
+        steps=2,
+        prompts_per_step=1,
+        group_size=4,
+        eval_prompts=2,
+        eval_every=2,
+        max_new_tokens=min(recipe.max_new_tokens, QUICK_TOKENS),
     )
 
 
