@@ -375,6 +375,38 @@ def lm_step_cost() -> str:
     )
 
 
+def cpu_decode() -> str:
+    """CPU generation: nn.Linear's few-row product against the weight-first one (``results/cpu_decode.json``)."""
+    data = _load("cpu_decode")
+    if data is None:
+        return missing("cpu_decode", "python -m minirl.bench.cpu_decode --save")
+    f = data["figures"]
+    forms = ("x @ W.T", "(W @ x.T).T")
+    rows = [
+        [r, f"{v[forms[0]]:.0f} ms", f"{v[forms[1]]:.0f} ms", f"{v[forms[0]] / v[forms[1]]:.1f}×"]
+        for r, v in f["products_ms_per_token"].items()
+    ]
+    out = [
+        "One token of SmolLM2-135M's decoding: the products of its 30 blocks and its output layer, with as many rows "
+        "as replies being generated (fresh weights per block, so each comes from memory, as in the model):",
+        "",
+        table(["rows", "`x @ Wᵀ` (nn.Linear)", "`(W @ xᵀ)ᵀ` (weight first)", "speed-up"], rows),
+    ]
+    if "generation_seconds" in f:
+        gen = [
+            [b, f"{v[forms[0]]:.2f} s", f"{v[forms[1]]:.2f} s", v["new_tokens"], "yes" if v["same_replies"] else "no"]
+            for b, v in f["generation_seconds"].items()
+        ]
+        out += [
+            "",
+            "Greedy replies of the shipped SmolLM2 to held-out 4-number sums (the reasoning recipe's prompt and token "
+            "budget), one generate call:",
+            "",
+            table(["prompts", "nn.Linear", "weight first", "new tokens", "same replies"], gen),
+        ]
+    return "\n".join([*out, "", provenance(data)])
+
+
 def lm_tiny() -> str:
     data = _load("bench_lm")
     if data is None:
@@ -1000,6 +1032,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "ladder": ladder,
     "lm_smollm2_cpu": lm_smollm2_cpu,
     "lm_step_cost": lm_step_cost,
+    "cpu_decode": cpu_decode,
     "lm_tiny": lm_tiny,
     "lm_smollm2_gpu": lm_smollm2_gpu,
     "trl": trl,

@@ -160,7 +160,7 @@ def test_pass_at_k_is_computed_from_the_counts_for_every_k():
 
 
 def test_pass_at_k_reads_each_runs_own_sample_count():
-    # --quick: 4 samples per prompt (QUICK_BUDGETS); counts 4 and 2 of 4
+    # a run of 4 samples per prompt; counts 4 and 2 of 4
     s = summarize([_run(0, before=(4, 2), after=(4, 2), pass_samples=4)], BASE)
     assert list(s["pass_after"]) == ["pass@1", "pass@2", "pass@3", "pass@4"]
     # pass@1 = (4/4 + 2/4) / 2; pass@2 = (1 + 1 - C(2, 2) / C(4, 2)) / 2 = (1 + 5/6) / 2; pass@3 = pass@4 = 1
@@ -249,8 +249,9 @@ def test_reasoning_part_keeps_every_seed_with_its_budgets_and_saves_after_each(t
 
     def fake_run_seed(seed, arms, budgets, device, progress, quick):
         calls.append((seed, tuple(arms), budgets, quick))
-        # counts within --quick's 4 samples per prompt (pass_at_k refuses c > n)
-        run = _only(_run(seed, thinking4=0.8 + seed / 100, before=(1, 0), after=(4, 1)), *arms)
+        # counts within --quick's samples per prompt (pass_at_k refuses c > n)
+        n = QUICK_BUDGETS["pass_samples"]
+        run = _only(_run(seed, thinking4=0.8 + seed / 100, before=(1, 0), after=(n, 1)), *arms)
         return {k: v for k, v in run.items() if k != "budgets"}  # reasoning_part adds them
 
     monkeypatch.setattr(rr, "run_seed", fake_run_seed)
@@ -283,7 +284,7 @@ def test_reasoning_part_keeps_every_seed_with_its_budgets_and_saves_after_each(t
 
 
 def test_a_quick_record_keeps_the_recipes_it_ran(monkeypatch):
-    run = {k: v for k, v in _run(0, before=(1, 0), after=(4, 1)).items() if k != "budgets"}
+    run = {k: v for k, v in _run(0, before=(1, 0), after=(2, 1)).items() if k != "budgets"}
     monkeypatch.setattr(rr, "run_seed", lambda seed, *args, **kwargs: run)
     monkeypatch.setattr(rr, "measure_base", lambda device, quick: BASE)
     record = Record("reasoning_fake")

@@ -81,24 +81,27 @@ BUDGETS: dict[str, Any] = {
 FORMS = {"think": True, "answer": False}
 """The two forms of a reply, by the short names the figures use."""
 
-QUICK_TOKENS = 40
+QUICK_TOKENS = 30
 """The longest reply of a quick run (``quick_recipe``)."""
-QUICK_BUDGETS: dict[str, Any] = {**BUDGETS, "control_steps": 2, "answer_steps": 2, "pass_prompts": 2, "pass_samples": 4}
+QUICK_BUDGETS: dict[str, Any] = {**BUDGETS, "control_steps": 2, "answer_steps": 2, "pass_prompts": 2, "pass_samples": 2}
 """A few steps of everything (``--quick``; notebook 10's fast mode)."""
 
 
 def quick_recipe(recipe: LMRecipe) -> LMRecipe:
-    """``recipe`` cut to a few steps of everything: the mechanics, not the results (``--quick``, fast mode). On a
-    CPU a reply's cost is its length (each new token is one pass of the model), so a quick reply stops after
-    ``QUICK_TOKENS`` (a reply cut inside its scratchpad scores 0)."""
+    """``recipe`` cut to a few steps of everything: the mechanics, not the results (``--quick``, fast mode).
+
+    Generating costs one pass of the model per new token, and on a small CPU that pass costs nearly as much
+    for 2 replies as for 16 (the weights are read either way), so a quick run saves generate calls: one GRPO step
+    (one sampling call), evaluated once, at its end (``eval_every=0``), with replies cut at ``QUICK_TOKENS`` (a
+    reply cut inside its scratchpad scores 0)."""
     return recipe.with_(
         sft_steps=2,
         sft_prompts_per_step=2,
-        steps=2,
+        steps=1,
         prompts_per_step=1,
         group_size=4,
         eval_prompts=2,
-        eval_every=2,
+        eval_every=0,
         max_new_tokens=min(recipe.max_new_tokens, QUICK_TOKENS),
     )
 

@@ -30,6 +30,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
+from minirl.lm.cpu_decode import few_row_products
 from minirl.protocols import Rollout, TokenScores
 
 __all__ = ["CausalLMPolicy", "common_prefix_layout", "completion_log_probs", "first_eos_mask"]
@@ -197,6 +198,10 @@ class CausalLMPolicy(nn.Module):
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
+    def _few_rows(self):
+        """On a CPU, generation's few-row matrix products in the weight-first form (``minirl.lm.cpu_decode``)."""
+        return few_row_products(self.model) if self.device.type == "cpu" else contextlib.nullcontext()
+
     def _fork_rng(self):
         devices = [self.device] if self.device.type == "cuda" else []
         return torch.random.fork_rng(devices=devices)
@@ -269,7 +274,7 @@ class CausalLMPolicy(nn.Module):
             "use_cache": True,
             **generate_kwargs,
         }
-        with torch.no_grad(), self._fork_rng(), self._autocast():
+        with torch.no_grad(), self._fork_rng(), self._autocast(), self._few_rows():
             n_prefix, laid_ids, laid_mask = (
                 common_prefix_layout(input_ids, attention_mask)
                 if self.share_prompt_cache

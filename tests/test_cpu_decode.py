@@ -1,0 +1,91 @@
+"""The weight-first products of CPU generation (minirl.lm.cpu_decode): the same numbers as nn.Linear, only where
+generation runs, and never left behind."""
+
+import pytest
+import torch
+from torch import nn
+
+from minirl.bench import cpu_decode as bench
+from minirl.lm.cpu_decode import FEW_ROWS, FewRowsLinear, few_row_products
+
+# float32, a dot product of 64 terms of size ~1 summed in another order: each rounding is at most 2^-24 of the
+# running sum (|sum| <= ~25 here), so the two forms differ by at most ~64 · 25 · 6e-8 ≈ 1e-4 and typically 1e-6
+TOL = dict(rtol=1e-5, atol=1e-4)
+
+
+def _linear(d_in=64, d_out=48, bias=True, seed=0):
+    torch.manual_seed(seed)
+    return nn.Linear(d_in, d_out, bias=bias)
+
+
+@pytest.mark.parametrize("shape", [(1, 64), (3, 64), (2, 5, 64), (FEW_ROWS, 64), (FEW_ROWS + 1, 64)])
+@pytest.mark.parametrize("bias", [True, False])
+def test_weight_first_form_gives_nn_linear_numbers(shape, bias):
+    layer = _linear(bias=bias)
+    x = torch.randn(*shape, generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        expected = layer(x)
+        with few_row_products(layer):
+            got = layer(x)
+    assert got.shape == expected.shape == (*shape[:-1], 48)
+    torch.testing.assert_close(got, expected, **TOL)
+    # which form ran: the weight-first one up to FEW_ROWS rows, nn.Linear's beyond (each bit for bit)
+    rows = x.numel() // 64
+    weight_first = torch.mm(layer.weight.detach(), x.reshape(rows, 64).T).T.contiguous()
+    weight_first = (weight_first + layer.bias.detach() if bias else weight_first).reshape(expected.shape)
+    assert torch.equal(got, weight_first if rows <= FEW_ROWS else expected)
+
+
+def test_with_gradients_it_is_nn_linear_itself():
+    layer = _linear()
+    x = torch.randn(4, 64, generator=torch.Generator().manual_seed(2))
+    expected = layer(x)
+    with few_row_products(layer):
+        got = layer(x)  # grad enabled: nn.Linear's own product, bit for bit
+        got.sum().backward()
+    assert torch.equal(got, expected)
+    assert layer.weight.grad is not None and layer.weight.grad.shape == (48, 64)
+
+
+def test_the_swap_lasts_only_inside_the_block_even_when_it_raises():
+    model = nn.Sequential(_linear(), nn.ReLU(), _linear(48, 8), nn.Sequential(_linear(8, 8)))
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    with pytest.raises(RuntimeError, match="boom"), few_row_products(model):
+        assert [type(m) for m in model.modules() if isinstance(m, nn.Linear)] == [FewRowsLinear] * 3
+        raise RuntimeError("boom")
+    assert [type(m) for m in model.modules() if isinstance(m, nn.Linear)] == [nn.Linear] * 3
+    after = model.state_dict()
+    assert list(after) == list(before) and all(torch.equal(after[k], before[k]) for k in before)
+
+
+def test_subclasses_of_linear_are_left_alone():
+    class Mine(nn.Linear):
+        pass
+
+    model = nn.Sequential(Mine(4, 4), nn.Linear(4, 4))
+    with few_row_products(model):
+        assert (type(model[0]), type(model[1])) == (Mine, FewRowsLinear)
+    assert (type(model[0]), type(model[1])) == (Mine, nn.Linear)
+
+
+@pytest.mark.slow
+def test_a_tiny_language_model_generates_the_same_logits_either_way():
+    from minirl.lm.models import make_tiny_lm
+
+    policy = make_tiny_lm(seed=0, max_new_tokens=4)
+    ids = torch.randint(5, 100, (3, 7), generator=torch.Generator().manual_seed(3))
+    with torch.no_grad():
+        plain = policy.model(input_ids=ids).logits
+        with policy._few_rows():
+            weight_first = policy.model(input_ids=ids).logits
+    torch.testing.assert_close(weight_first, plain, **TOL)
+    assert all(type(m) is not FewRowsLinear for m in policy.model.modules())
+
+
+def test_the_bench_measures_both_forms_and_refuses_an_unknown_one(monkeypatch):
+    monkeypatch.setattr(bench, "BLOCKS", 1)
+    monkeypatch.setattr(bench, "VOCAB", 64)
+    for form in ("x @ W.T", "(W @ x.T).T"):
+        assert bench.product_ms(2, form, repeats=1) > 0
+    with pytest.raises(ValueError, match="form must be"):
+        bench.product_ms(2, "x @ W")
