@@ -10,8 +10,8 @@ Two measurements on this machine, at torch's thread count:
    weights per block so that they come from memory as they do in the model.
 2. **Generation** (the shipped SmolLM2 file): greedy replies to held-out 4-number sums, the reasoning recipe's
    prompt and token budget, for a few batch sizes, with ``CausalLMPolicy``'s weight-first products and with plain
-   ``nn.Linear`` (``_few_rows`` replaced by a no-op), in seconds per call and tokens generated; and whether the
-   two give the same replies.
+   ``nn.Linear`` (``_few_rows`` replaced by a no-op), in seconds per call (the faster of two) and tokens
+   generated; and whether the two give the same replies.
 """
 
 from __future__ import annotations
@@ -76,9 +76,12 @@ def generation_seconds(batches: list[int]) -> dict[str, Any]:
         for form, rows_ctx in (("x @ W.T", contextlib.nullcontext), ("(W @ x.T).T", weight_first)):
             policy._few_rows = rows_ctx  # type: ignore[method-assign]
             policy.greedy(prompts[:1])  # warm-up
-            start = time.perf_counter()
-            rollout = policy.greedy(prompts)
-            row[form] = round(time.perf_counter() - start, 3)
+            times = []
+            for _ in range(2):  # the faster of two calls: a busy moment slows one, not both
+                start = time.perf_counter()
+                rollout = policy.greedy(prompts)
+                times.append(time.perf_counter() - start)
+            row[form] = round(min(times), 3)
             row["new_tokens"] = int(rollout.tokens.shape[-1])
             replies[form] = rollout.answers
         policy._few_rows = weight_first  # type: ignore[method-assign]
@@ -89,8 +92,8 @@ def generation_seconds(batches: list[int]) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="CPU decoding: nn.Linear's product against the weight-first one.")
-    parser.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128, 256])
-    parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 32])
+    parser.add_argument("--rows", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32, 64, 128])
+    parser.add_argument("--batches", type=int, nargs="+", default=[1, 2, 4, 8, 16, 32])
     parser.add_argument("--no-model", action="store_true", help="only the products (no SmolLM2 file needed)")
     parser.add_argument("--save", nargs="?", const="cpu_decode", default=None, help="save results/<name>.json")
     args = parser.parse_args(argv)

@@ -8,8 +8,8 @@ give the same numbers up to float32 rounding (the same dot products, summed in a
     y = (W @ xᵀ)ᵀ       (FewRowsLinear: the weight on the left, few columns on the right)
 
 but a BLAS library need not run them at the same speed. On the machine the course's CPU records come from
-(MKL on an AMD EPYC), the first runs far below the speed at which the machine reads its memory once rows is
-between 2 and about a hundred, and the second does not (README, "Language models on a CPU", measured by
+(MKL on an AMD EPYC), the first runs up to twice as slow as the second for 2 to 16 rows, and about as fast from
+a few dozen rows on (README, "Language models on a CPU", measured by
 ``python -m minirl.bench.cpu_decode``). Generation is where those products happen: training and scoring
 multiply every position of every reply at once (thousands of rows), so they keep ``nn.Linear``.
 
@@ -27,7 +27,7 @@ from torch import nn
 
 __all__ = ["FEW_ROWS", "FewRowsLinear", "few_row_products"]
 
-FEW_ROWS = 128
+FEW_ROWS = 16
 """Products with at most this many rows take the weight-first form (``FewRowsLinear``)."""
 
 
