@@ -28,16 +28,17 @@ from torch import nn
 __all__ = ["FEW_ROWS", "FewRowsLinear", "few_row_products"]
 
 FEW_ROWS = 16
-"""Products with at most this many rows take the weight-first form (``FewRowsLinear``)."""
+"""Products with 2 to this many rows take the weight-first form (``FewRowsLinear``); one row is a matrix-vector
+product, which BLAS already runs at memory speed."""
 
 
 class FewRowsLinear(nn.Linear):
-    """``nn.Linear`` that computes ``y = (W @ xᵀ)ᵀ + b`` when ``x`` has at most ``FEW_ROWS`` rows (all leading
-    axes together), lives on a CPU, and no gradient is wanted; else ``nn.Linear``'s ``x @ Wᵀ + b``."""
+    """``nn.Linear`` that computes ``y = (W @ xᵀ)ᵀ + b`` when ``x`` has 2 to ``FEW_ROWS`` rows (all leading axes
+    together), lives on a CPU, and no gradient is wanted; else ``nn.Linear``'s ``x @ Wᵀ + b``."""
 
     def forward(self, input: torch.Tensor) -> torch.Tensor:
         rows = input.numel() // max(input.shape[-1], 1)
-        if rows > FEW_ROWS or input.device.type != "cpu" or torch.is_grad_enabled() or input.dim() < 2:
+        if not 2 <= rows <= FEW_ROWS or input.device.type != "cpu" or torch.is_grad_enabled() or input.dim() < 2:
             return super().forward(input)
         flat = input.reshape(rows, input.shape[-1])  # [rows, d_in]
         out = torch.mm(self.weight, flat.T).T.contiguous()  # [d_out, d_in] @ [d_in, rows] -> [rows, d_out]
