@@ -635,9 +635,16 @@ def reasoning_prompts() -> str:
     )
 
 
-def _lever_row(prompt: str, seed: int, batch: str, evals: list[tuple[int, float]], after3: float, length: str) -> list:
+def _lever_row(
+    prompt: str, warm: str, seed: int, batch: str, evals: list[tuple[int, float]], after3: float, length: str
+) -> list:
     trajectory = " → ".join(f"{pct(acc, 0)}" for _, acc in evals)
-    return [prompt, seed, batch, f"{trajectory} (steps {', '.join(str(s) for s, _ in evals)})", pct(after3, 0), length]
+    steps = ", ".join(str(s) for s, _ in evals)
+    return [prompt, warm, seed, batch, f"{trajectory} (steps {steps})", pct(after3, 0), length]
+
+
+WARM_3 = "worked 3-number sums"
+"""The recipe's warm start (a lever run that changed it says how, under ``warm_start``)."""
 
 
 def reasoning_levers() -> str:
@@ -650,7 +657,12 @@ def reasoning_levers() -> str:
         return missing("reasoning_levers", "the exploration script kept in the record")
     runs = sorted(
         data["figures"]["runs"],
-        key=lambda r: (not r["prompt"].startswith("a worked 4"), r["knobs"]["prompts"], r["seed"]),
+        key=lambda r: (
+            not r["prompt"].startswith("a worked 4"),
+            r["knobs"]["prompts"],
+            r.get("warm_start", WARM_3) != WARM_3,
+            r["seed"],
+        ),
     )
     rows = []
     for r in runs:
@@ -659,6 +671,7 @@ def reasoning_levers() -> str:
         rows.append(
             _lever_row(
                 r["prompt"],
+                r.get("warm_start", WARM_3),
                 r["seed"],
                 f"{k['prompts']} × {k['group']}",
                 [(e["step"], e["greedy_exact"]) for e in r["evals"]],
@@ -675,6 +688,7 @@ def reasoning_levers() -> str:
             0,
             _lever_row(
                 "a worked 4-number example (notebook 10)",
+                WARM_3,
                 0,
                 f"{r['prompts_per_step']} × {r['group_size']}",
                 [(int(s), a) for s, a in f["rl_trajectory"]],
@@ -699,7 +713,7 @@ def reasoning_levers() -> str:
     k = runs[0]["knobs"]
     return "\n".join(
         [
-            f"The recipe over seeds (warm start {k['sft_steps']} steps of {k['sft_prompts']} worked 3-number sums at "
+            f"The recipe over seeds (warm start {k['sft_steps']} steps of {k['sft_prompts']} worked sums at "
             f"{k['sft_lr']:g}, then GRPO at a {k['schedule']} {k['lr']:g}, top {k['layers']} blocks, "
             f"KL β = {k['kl']:g}): held-out greedy accuracy on {k['n_eval']} 4-number sums at each evaluation of GRPO, "
             "then on 3-number sums after GRPO, and the mean sampled reply length (tokens) over the first and the last "
@@ -708,6 +722,7 @@ def reasoning_levers() -> str:
             table(
                 [
                     "the 4-number prompt shows",
+                    "warm start on",
                     "seed",
                     "prompts × group",
                     "4 numbers, at each evaluation",
