@@ -90,10 +90,10 @@ QUICK_BUDGETS: dict[str, Any] = {**BUDGETS, "control_steps": 2, "answer_steps": 
 def quick_recipe(recipe: LMRecipe) -> LMRecipe:
     """``recipe`` cut to a few steps of everything: the mechanics, not the results (``--quick``, fast mode).
 
-    Generating costs one pass of the model per new token, and on a small CPU that pass costs nearly as much
-    for 2 replies as for 16 (the weights are read either way), so a quick run saves generate calls: one GRPO step
-    (one sampling call), evaluated once, at its end (``eval_every=0``), with replies cut at ``QUICK_TOKENS`` (a
-    reply cut inside its scratchpad scores 0)."""
+    Generating costs one pass of the model per new token for the whole batch, and a few replies cost far less
+    than a few times one (README, "Language models on a CPU"), so a quick run saves generate calls rather than
+    replies: one GRPO step (one sampling call), evaluated once, at its end (``eval_every=0``), with replies cut at
+    ``QUICK_TOKENS`` (a reply cut inside its scratchpad scores 0)."""
     return recipe.with_(
         sft_steps=2,
         sft_prompts_per_step=2,
