@@ -647,6 +647,19 @@ WARM_3 = "worked 3-number sums"
 """The recipe's warm start (a lever run that changed it says how, under ``warm_start``)."""
 
 
+def _lever_times(runs: list[dict[str, Any]]) -> list[str]:
+    """One line of the wall times of the lever runs that had the cores to themselves (``alone``)."""
+    alone = [r for r in runs if r.get("alone")]
+    if not alone:
+        return []
+    times = "; ".join(
+        f"seed {r['seed']}, warm start on {r.get('warm_start', WARM_3)}: warm start {r['warm_seconds']:.0f} s, "
+        f"{r['knobs']['steps']} GRPO steps {r['train_seconds']:.0f} s"
+        for r in alone
+    )
+    return ["", f"Wall times of the runs that had the 2 cores to themselves: {times}."]
+
+
 def reasoning_levers() -> str:
     """The runs that explored the CPU reasoning recipe's levers (``results/reasoning_levers.json``) and notebook
     10's own GRPO run at seed 0 (``results/reasoning_seed0.json``): per run, what the 4-number prompt shows, the
@@ -733,6 +746,7 @@ def reasoning_levers() -> str:
             ),
             "",
             f"{provenance(data)} {data['notes']} {data['load']['note'].capitalize()}.",
+            *_lever_times(runs),
             *passes,
         ]
     )
