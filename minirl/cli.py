@@ -840,7 +840,8 @@ def cmd_ladder(args: argparse.Namespace) -> int:
     import matplotlib
 
     matplotlib.use("Agg")
-    from minirl.compare import LADDER_RUNGS, LADDER_SETTINGS, ladder_configs, ladder_summary, plot_ladder, run_all
+    from minirl.compare import run_all
+    from minirl.ladder import LADDER_RUNGS, LADDER_SETTINGS, ladder_configs, ladder_summary, plot_ladder
 
     if args.seeds < 1:
         raise SystemExit("minirl: --seeds must be >= 1")
@@ -869,7 +870,7 @@ def cmd_ladder(args: argparse.Namespace) -> int:
         f"bought (mean ± std over seeds):\n{ladder_summary(runs)}"
     )
     if record is not None:
-        from minirl.compare import ladder_figures
+        from minirl.ladder import ladder_figures
 
         record.figures.update(
             {

@@ -56,9 +56,11 @@ Shapes: every per-step tensor of an ``EpisodeBatch`` is ``[episode, time]`` with
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -66,9 +68,9 @@ from tqdm.auto import tqdm
 
 from minirl.advantages import compute_gae, discounted_returns
 from minirl.history import History
+from minirl.hooks import RunHooks, TrainState
 from minirl.losses import policy_loss
-from minirl.runs import RunHooks, TrainState
-from minirl.utils import check_positive_ints, torch_threads
+from minirl.utils import check_positive_ints, load_torch, save_torch, torch_threads, write_json
 from toy_envs.maze import Maze, expected_returns
 
 __all__ = [
@@ -130,6 +132,19 @@ class MazePolicy(nn.Module):
         log_p = torch.log_softmax(self(cells), dim=-1)
         p = log_p.exp()
         return -torch.where(p > 0, p * log_p, torch.zeros_like(p)).sum(-1)
+
+    def save(self, folder: str | os.PathLike) -> None:
+        """The logit table into ``folder`` (a run folder, ``minirl.runs``) as ``model.pt``, and this class in
+        ``model.json`` (the maze itself, which fixes the table's shape, is the run's task)."""
+        save_torch(self.state_dict(), Path(folder) / "model.pt")
+        write_json(Path(folder) / "model.json", {"policy": f"{type(self).__module__}:{type(self).__qualname__}"})
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike, maze: Maze, device: str | torch.device | None = None) -> MazePolicy:
+        """The table ``save`` wrote into ``folder``, for ``maze`` (the run's task); ``device`` as given."""
+        policy = cls(maze)
+        policy.load_state_dict(load_torch(Path(folder) / "model.pt"))
+        return policy.to(device) if device is not None else policy
 
     def probs(self) -> torch.Tensor:
         """The whole policy as a ``[n_cells, 4]`` probability matrix (detached), the format of

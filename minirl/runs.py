@@ -21,7 +21,7 @@ maze) (``minirl compare`` and ``ladder`` with
 and the resumed run's History equals an uninterrupted run's (timings aside); ``load_runs`` and ``runs_figure``
 read kept runs back and draw their curves over seeds (``minirl plot``). Every file is written to a temporary
 name and renamed, so a reader never sees half a file. Without a run folder ``train`` uses ``RunHooks``, which
-does nothing.
+does nothing (``minirl.hooks``).
 """
 
 from __future__ import annotations
@@ -36,14 +36,14 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import torch
 
 from minirl.history import History
-from minirl.utils import atomic_write
+from minirl.hooks import RunHooks, TrainState
+from minirl.utils import RunError, atomic_write, load_torch, write_json
 
 if TYPE_CHECKING:
     from minirl.maze_rl import MazePolicy, MazeTrainConfig
@@ -53,8 +53,6 @@ if TYPE_CHECKING:
 __all__ = [
     "RunError",
     "RunFolder",
-    "RunHooks",
-    "TrainState",
     "build_task",
     "describe_config",
     "describe_task",
@@ -71,32 +69,11 @@ UNCOMPARED = ("progress", "command", "figure")  # config.json entries a resumed 
 MAZE_CLASS = "toy_envs.maze:Maze"  # a maze run's task in config.json
 
 
-class RunError(ValueError):
-    """A run folder that cannot be used as asked; the message names the file or the knob."""
-
-
 # ---- writing files atomically -----------------------------------------------------------------------------------
-
-
-def write_json(path: str | os.PathLike, obj: Any) -> None:
-    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n"))
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> None:
     atomic_write(path, lambda tmp: tmp.write_text("".join(json.dumps(r) + "\n" for r in rows)))
-
-
-def _save_torch(obj: Any, path: Path) -> None:
-    atomic_write(path, lambda tmp: torch.save(obj, tmp))
-
-
-def _load_torch(path: Path) -> Any:
-    if not path.is_file():
-        raise RunError(f"missing checkpoint file {path}")
-    try:
-        return torch.load(path, map_location="cpu", weights_only=False)
-    except Exception as err:  # any unpickling failure means the same thing: the file is damaged
-        raise RunError(f"corrupted checkpoint file {path}: {type(err).__name__}: {err}") from None
 
 
 # ---- what a run is: its configuration and its machine -----------------------------------------------------------
@@ -165,44 +142,6 @@ def _differences(stored: Any, current: Any, prefix: str = "") -> list[str]:
             out += _differences(stored.get(key), current.get(key), f"{prefix}{key}.")
         return out
     return [] if stored == current else [prefix.rstrip(".")]
-
-
-# ---- what the loop holds --------------------------------------------------------------------------------------
-
-
-@dataclass
-class TrainState:
-    """Everything ``train``'s loop changes from step to step: what a checkpoint keeps."""
-
-    policy: Any  # a minirl.protocols.Policy (an nn.Module)
-    optimizer: torch.optim.Optimizer
-    scheduler: Any
-    generators: list[torch.Generator]
-    ref_policy: Any  # its frozen copy, or None
-    history: History
-    value_model: Any = None  # a learned baseline with its own optimizer (the maze's PPO), or None
-    value_optimizer: Any = None
-
-
-class RunHooks:
-    """What ``train`` calls on a run folder; this one keeps nothing (a run without a folder)."""
-
-    def start(self, state: TrainState) -> int:
-        """Restore ``state`` from a checkpoint; returns the steps already done (0: a fresh start)."""
-        return 0
-
-    def log(self, history: History) -> None:
-        """Keep the records and evaluations logged since the last call."""
-
-    def after_step(self, step: int, state: TrainState) -> None:
-        """After each complete step: keep its metrics, checkpoint when due or when Ctrl-C was pressed."""
-
-    def finish(self, model: torch.nn.Module, state: TrainState) -> None:
-        """At the end: keep the trained model and the curves."""
-
-    def interrupts_deferred(self) -> contextlib.AbstractContextManager:
-        """While training: what Ctrl-C does (here: the usual KeyboardInterrupt)."""
-        return contextlib.nullcontext()
 
 
 class RunFolder(RunHooks):
@@ -360,7 +299,7 @@ class RunFolder(RunHooks):
 
     def finish(self, model: torch.nn.Module, state: TrainState) -> None:
         self.log(state.history)
-        save_model(self.path, model)
+        save_model(self.path, state.policy)  # the policy trained (``model`` may be the bare toy model in it)
         state.history.to_json(self.path / ".history.json")
         (self.path / ".history.json").replace(self.path / "history.json")
         _plot_curves(self.path / "curves.png", state.history, self.config())
@@ -414,13 +353,13 @@ class RunFolder(RunHooks):
 
     def _restore(self, state: TrainState) -> int:
         folder = self.path / CHECKPOINT
-        training = _load_torch(folder / "training.pt")
-        state.policy.load_state_dict(_load_torch(folder / "policy.pt"))
+        training = load_torch(folder / "training.pt")
+        state.policy.load_state_dict(load_torch(folder / "policy.pt"))
         if state.ref_policy is not None:
-            state.ref_policy.load_state_dict(_load_torch(folder / "reference.pt"))
+            state.ref_policy.load_state_dict(load_torch(folder / "reference.pt"))
         state.optimizer.load_state_dict(training["optimizer"])
         if state.value_model is not None:
-            state.value_model.load_state_dict(_load_torch(folder / "value.pt"))
+            state.value_model.load_state_dict(load_torch(folder / "value.pt"))
             state.value_optimizer.load_state_dict(training["value_optimizer"])
         if state.scheduler is not None:
             state.scheduler.load_state_dict(training["scheduler"])
@@ -456,36 +395,40 @@ def _lookup(tree: dict, dotted: str) -> Any:
 # ---- the trained model --------------------------------------------------------------------------------------
 
 
-def save_model(folder: Path, model: torch.nn.Module) -> None:
-    """A language model (anything with ``save_pretrained``) as ``model/``; the toy model as ``model.pt`` and
-    ``model.json`` (its constructor arguments)."""
-    save_pretrained = getattr(model, "save_pretrained", None)
-    if save_pretrained is not None:
-        from transformers.utils import logging as hf_logging
+POLICY_FILE = "model.json"  # names the class that saved the model and loads it back (toy and maze policies)
+OLDER_POLICIES = {"toy": "minirl.toy.policy:ToyPolicy", "maze": "minirl.maze_rl:MazePolicy"}  # before POLICY_FILE
 
-        shown = hf_logging.is_progress_bar_enabled()
-        hf_logging.disable_progress_bar()  # a bar for writing one shard is noise under the run's own output
-        try:
-            atomic_write(folder / "model", save_pretrained)
-        finally:
-            if shown:
-                hf_logging.enable_progress_bar()
-        return
-    from minirl.maze_rl import MazePolicy
-    from minirl.toy.policy import ToyPolicy
 
-    if isinstance(model, MazePolicy):  # a table over the maze's cells: config.json's task rebuilds its shape
-        _save_torch(model.state_dict(), folder / "model.pt")
+def save_model(folder: Path, policy: torch.nn.Module) -> None:
+    """A language model (anything with ``save_pretrained``) as ``model/``; any other policy saves itself
+    (``policy.save(folder)``: ``ToyPolicy``, ``MazePolicy``) and names its class in ``model.json``."""
+    save_pretrained = getattr(policy, "save_pretrained", None)
+    if save_pretrained is None:
+        policy.save(folder)
         return
-    bare = model.model if isinstance(model, ToyPolicy) else model
-    args = {k: getattr(bare, k) for k in ("vocab_size", "embedding_dim", "prompt_length", "response_length")}
-    write_json(folder / "model.json", {"class": f"{type(bare).__module__}:{type(bare).__qualname__}", "args": args})
-    _save_torch(bare.state_dict(), folder / "model.pt")
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # a bar for writing one shard is noise under the run's own output
+    try:
+        atomic_write(folder / "model", save_pretrained)
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
+
+
+def _policy_class(run: RunFolder, config: dict[str, Any]) -> str:
+    """``"module:Class"`` of the policy kept in ``run``: as its ``model.json`` names it, or for a run kept
+    before policies named themselves, from what the folder holds."""
+    spec = json.loads((run.path / POLICY_FILE).read_text()) if (run.path / POLICY_FILE).is_file() else {}
+    if "policy" in spec:
+        return spec["policy"]
+    return OLDER_POLICIES["maze" if config["task"]["class"] == MAZE_CLASS else "toy"]
 
 
 def load_run_policy(path: str | os.PathLike, device: str | torch.device | None = None) -> Policy | MazePolicy:
-    """The trained policy kept in a run folder: a ``CausalLMPolicy`` from ``model/``, a ``ToyPolicy`` from
-    ``model.pt``, or for a maze run its ``MazePolicy``."""
+    """The trained policy kept in a run folder: a ``CausalLMPolicy`` from ``model/``; otherwise the class its
+    ``model.json`` names loads itself (``ToyPolicy.load``, ``MazePolicy.load``) with the run's task."""
     run = RunFolder(path)
     config = run.config()
     if (run.path / "model").is_dir():
@@ -497,21 +440,8 @@ def load_run_policy(path: str | os.PathLike, device: str | torch.device | None =
             f"run folder {run.path} holds no trained model (no model/ and no model.pt): the run did not finish; "
             f"continue it with: minirl train --resume {run.path}"
         )
-    if config["task"]["class"] == MAZE_CLASS:
-        from minirl.maze_rl import MazePolicy
-
-        table = MazePolicy(build_task(config["task"]))
-        table.load_state_dict(_load_torch(run.path / "model.pt"))
-        return table
-    from minirl.toy.policy import ToyPolicy
-
-    spec = json.loads((run.path / "model.json").read_text())
-    module, _, name = spec["class"].partition(":")
-    model = getattr(importlib.import_module(module), name)(**spec["args"])
-    model.load_state_dict(_load_torch(run.path / "model.pt"))
-    response_length = getattr(build_task(config["task"]), "response_length", None)
-    policy = ToyPolicy(model.eval(), response_length)
-    return policy.to(device) if device is not None else policy
+    module, _, name = _policy_class(run, config).partition(":")
+    return getattr(importlib.import_module(module), name).load(run.path, build_task(config["task"]), device=device)
 
 
 def _plot_curves(path: Path, history: History, config: dict[str, Any]) -> None:
@@ -576,9 +506,9 @@ def runs_figure(runs: dict[str, list[History]], config: dict[str, Any]):
     """The figure of ``minirl train`` / ``compare`` (``plotting.training_figure``) of ``runs`` on the task of
     ``config`` (a run folder's config.json): ``runs_figure(*load_runs(paths))`` draws it again from kept runs,
     without training, one curve over seeds per label (the runs of ``minirl ladder --out``: the ladder's four
-    panels, ``minirl.compare.plot_ladder``). Returns the Figure."""
+    panels, ``minirl.ladder.plot_ladder``). Returns the Figure."""
     if config.get("figure") == "ladder":  # minirl ladder --out: its own four panels
-        from minirl.compare import plot_ladder
+        from minirl.ladder import plot_ladder
 
         return plot_ladder(runs)
     from minirl.plotting import training_figure

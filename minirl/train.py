@@ -39,6 +39,7 @@ from minirl.advantages import compute_deltas, zero_variance_fraction
 from minirl.algorithms import AlgoConfig, AlgoField
 from minirl.diagnostics import cannot_learn, length_by_correctness
 from minirl.history import History
+from minirl.hooks import RunHooks, TrainState
 from minirl.losses import aggregate, kl_estimate, policy_loss
 from minirl.pass_at_k import sampled_pass_at_k
 from minirl.protocols import (
@@ -54,7 +55,6 @@ from minirl.protocols import (
     require,
     select_prompts,
 )
-from minirl.runs import RunHooks, TrainState
 from minirl.toy.model import TinyEncoderDecoder, make_model
 from minirl.toy.policy import as_policy
 from minirl.utils import check_nonnegative_ints, check_positive_ints, device_generator, torch_threads

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from collections.abc import Callable, Iterator
@@ -11,7 +12,17 @@ from typing import Any
 
 import torch
 
-__all__ = ["atomic_write", "check_nonnegative_ints", "check_positive_ints", "device_generator", "torch_threads"]
+__all__ = [
+    "atomic_write",
+    "check_nonnegative_ints",
+    "check_positive_ints",
+    "RunError",
+    "device_generator",
+    "load_torch",
+    "save_torch",
+    "torch_threads",
+    "write_json",
+]
 
 
 @contextmanager
@@ -70,6 +81,32 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:
         path.rename(old)
     tmp.replace(path)
     _remove(old)
+
+
+def write_json(path: str | os.PathLike, obj: Any) -> None:
+    """``obj`` as indented JSON at ``path``, written atomically (``atomic_write``)."""
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(obj, indent=2, default=str) + "\n"))
+
+
+def save_torch(obj: Any, path: str | os.PathLike) -> None:
+    """``torch.save(obj)`` at ``path``, written atomically (``atomic_write``)."""
+    atomic_write(path, lambda tmp: torch.save(obj, tmp))
+
+
+def load_torch(path: str | os.PathLike) -> Any:
+    """What ``save_torch`` wrote at ``path``, on the CPU; a missing or damaged file raises ``RunError`` naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise RunError(f"missing checkpoint file {path}")
+    try:
+        return torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as err:  # any unpickling failure means the same thing: the file is damaged
+        raise RunError(f"corrupted checkpoint file {path}: {type(err).__name__}: {err}") from None
+
+
+class RunError(ValueError):
+    """A run folder (``minirl.runs``) or one of its files that cannot be used as asked; the message names the
+    file or the knob."""
 
 
 def _remove(path: Path) -> None:

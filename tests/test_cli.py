@@ -159,7 +159,8 @@ def test_ladder_prints_what_each_knob_bought_and_saves_the_figure(tmp_path, caps
 
 
 def test_workers_do_not_change_the_runs():
-    from minirl.compare import ladder_configs, run_all
+    from minirl.compare import run_all
+    from minirl.ladder import ladder_configs
 
     configs = ladder_configs(2, rungs=("baselined", "clipped"), steps=5, eval_every=5, eval_prompts=50)
     one, two = run_all(configs, workers=1, progress=False), run_all(configs, workers=2, progress=False)

@@ -456,7 +456,7 @@ def test_a_compare_run_stores_the_train_command_that_rebuilds_its_config(argv):
 def test_a_ladder_rung_stores_the_train_command_of_its_preset_and_settings():
     from minirl.algorithms import ALGORITHMS
     from minirl.cli import _config, build_parser, train_command
-    from minirl.compare import LADDER_RUNGS, ladder_configs
+    from minirl.ladder import LADDER_RUNGS, ladder_configs
 
     args = build_parser().parse_args(["ladder", "--out", "x"])
     for rung, (config,) in ladder_configs(1, steps=40).items():
@@ -501,7 +501,7 @@ def test_an_interrupted_compare_run_resumes_with_minirl_train(tmp_path, monkeypa
 
 def test_an_interrupted_ladder_rung_resumes_with_minirl_train(tmp_path, monkeypatch):
     import minirl.runs
-    from minirl.compare import ladder_configs
+    from minirl.ladder import ladder_configs
 
     class StopClippedAt3(StopAt):
         def after_step(self, step, state):

@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from minirl.hooks import RunHooks
     from minirl.results import Record
-    from minirl.runs import RunHooks
 
 __all__ = ["check_out", "finish", "keep_run", "spread"]
 
@@ -47,7 +47,8 @@ def check_out(out: str | os.PathLike | None) -> None:
 def keep_run(out: str | os.PathLike | None, name: str, config: Any, extra: dict | None = None) -> RunHooks:
     """The run folder ``out/name`` for one benchmark run (``RunFolder.create``), or hooks that keep nothing
     when ``out`` is None."""
-    from minirl.runs import RunFolder, RunHooks
+    from minirl.hooks import RunHooks
+    from minirl.runs import RunFolder
 
     if out is None:
         return RunHooks()
@@ -65,7 +66,8 @@ def finish(record: Record, targets: dict[str, bool], save: str | None, quick: bo
     if save is not None:
         record.save()
     if out is not None:
-        from minirl.runs import environment, write_json
+        from minirl.runs import environment
+        from minirl.utils import write_json
 
         Path(out).mkdir(parents=True, exist_ok=True)
         write_json(Path(out) / "env.json", environment())

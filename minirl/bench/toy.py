@@ -183,7 +183,8 @@ def bench_maze(seeds: int, out: str | None = None) -> tuple[bool, dict]:
 
 
 def bench_ladder(seeds: int, out: str | None = None) -> tuple[bool, dict]:
-    from minirl.compare import LADDER_RUNGS, ladder_configs, ladder_figures, ladder_summary, run_all, run_folders
+    from minirl.compare import run_all, run_folders
+    from minirl.ladder import LADDER_RUNGS, ladder_configs, ladder_figures, ladder_summary
 
     start = time.perf_counter()
     print(f"\n4. minirl ladder: {len(LADDER_RUNGS)} rungs x {seeds} seeds on sorting, one process per CPU core")

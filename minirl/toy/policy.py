@@ -12,12 +12,18 @@ responses sampled outside a policy become a ``Rollout`` with ``ToyPolicy.rollout
 
 from __future__ import annotations
 
+import importlib
+import json
+import os
+from pathlib import Path
+
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from minirl.protocols import Policy, Rollout, TokenScores, require
 from minirl.toy.sampling import gather_log_probs, sample_responses
+from minirl.utils import load_torch, save_torch, write_json
 
 __all__ = ["ToyPolicy", "as_policy"]
 
@@ -87,6 +93,34 @@ class ToyPolicy(nn.Module):
         log_probs = gather_log_probs(log_p, tokens)  # before the entropy: autograd then sums log_p's gradients
         entropy = -(log_p.exp() * log_p).sum(dim=-1)  # [batch, pos]     in the same order as it always has
         return TokenScores(log_probs=log_probs, entropy=entropy.unsqueeze(1))
+
+    MODEL_ARGS = ("vocab_size", "embedding_dim", "prompt_length", "response_length")
+    """The constructor arguments ``save`` keeps (those of ``TinyEncoderDecoder``)."""
+
+    def save(self, folder: str | os.PathLike) -> None:
+        """The model into ``folder`` (a run folder, ``minirl.runs``): ``model.pt`` (its state dict) and
+        ``model.json`` (its class and constructor arguments, and this class, which loads it back)."""
+        folder = Path(folder)
+        args = {k: getattr(self.model, k) for k in self.MODEL_ARGS}
+        spec = {"class": _qualified(type(self.model)), "args": args, "policy": _qualified(type(self))}
+        write_json(folder / "model.json", spec)
+        save_torch(self.model.state_dict(), folder / "model.pt")
+
+    @classmethod
+    def load(cls, folder: str | os.PathLike, task, device: str | torch.device | None = None) -> ToyPolicy:
+        """The policy ``save`` wrote into ``folder``, with ``task``'s response length, on ``device``."""
+        folder = Path(folder)
+        spec = json.loads((folder / "model.json").read_text())
+        module, _, name = spec["class"].partition(":")
+        model = getattr(importlib.import_module(module), name)(**spec["args"])
+        model.load_state_dict(load_torch(folder / "model.pt"))
+        policy = cls(model.eval(), getattr(task, "response_length", None))
+        return policy.to(device) if device is not None else policy
+
+
+def _qualified(kind: type) -> str:
+    """``"module:Class"``, the form ``importlib`` reads back."""
+    return f"{kind.__module__}:{kind.__qualname__}"
 
 
 def as_policy(model: Policy | nn.Module, response_length: int | None = None) -> Policy:

@@ -1,0 +1,85 @@
+"""The package's imports form no circle: every module can be read after the modules it imports.
+
+The walk reads the source (``ast``), so it sees the imports inside functions too: an import deferred into a
+function still makes the two modules depend on each other, and a circle through one is still a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("minirl", "toy_envs")
+
+
+def _modules() -> dict[str, Path]:
+    modules = {}
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            parts = path.relative_to(ROOT).with_suffix("").parts
+            modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
+def _imported(name: str, path: Path, modules: dict[str, Path]) -> set[str]:
+    """The package modules that module ``name`` (at ``path``) imports, anywhere in its source."""
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([node.module] if node.module else []))
+            for alias in node.names:
+                whole = f"{base}.{alias.name}"
+                found.add(whole if whole in modules else base)
+        elif isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+    return {m for m in found if m in modules and m != name}
+
+
+def import_graph() -> dict[str, set[str]]:
+    modules = _modules()
+    return {name: _imported(name, path, modules) for name, path in modules.items()}
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One circle of imports (its modules in order, the first repeated at the end), or None."""
+    state: dict[str, str] = {}  # "open" while on the walk's path, "done" after
+    path: list[str] = []
+
+    def visit(module: str) -> list[str] | None:
+        state[module] = "open"
+        path.append(module)
+        for dependency in sorted(graph[module]):
+            if state.get(dependency) == "open":
+                return path[path.index(dependency) :] + [dependency]
+            if dependency not in state and (found := visit(dependency)):
+                return found
+        path.pop()
+        state[module] = "done"
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module)):
+            return found
+    return None
+
+
+def test_the_package_imports_form_no_circle():
+    circle = _cycle(import_graph())
+    assert circle is None, (
+        "the imports go round in a circle: " + " → ".join(circle) + ". Move what the lower module needs into a "
+        "module below both (as minirl.hooks holds what the training loops hand to a run folder)."
+    )
+
+
+def test_the_walk_sees_a_circle_and_imports_inside_functions():
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
+    graph = import_graph()
+    assert "minirl.hooks" in graph["minirl.train"]  # a top-level import
+    assert "minirl.ladder" in graph["minirl.runs"]  # one inside a function (runs_figure)
+    assert "minirl.runs" not in graph["minirl.train"] and "minirl.runs" not in graph["minirl.maze_rl"]
