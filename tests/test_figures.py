@@ -1,8 +1,10 @@
-"""Every quoted figure is traceable: README's measured figures come from results/, a notebook's from its outputs.
+"""Every quoted figure is traceable: README's and RESULTS.md's come from results/, a notebook's from its outputs.
 
-- README: each block between ``<!-- results: NAME -->`` markers is exactly what ``minirl.report`` makes from the
-  records in ``results/`` (regenerate with ``python -m minirl.report``); outside the blocks README quotes no
-  measured figure (percentages, durations, memory), only targets and facts of the design.
+- README.md and RESULTS.md (``minirl.report.DOCUMENTS``): each block between ``<!-- results: NAME -->`` markers is
+  exactly what ``minirl.report`` makes from the records in ``results/`` (regenerate with ``python -m minirl.report``);
+  outside the blocks neither quotes a measured figure (percentages, durations, memory), only targets and facts of
+  the design; every block sits in one of them, once; their links to each other's sections resolve; and neither
+  cites an issue number.
 - Notebooks: a figure in a solution notebook's text must be printed in an output above it (its stored outputs are
   fast mode; full-mode figures are printed from the notebook's record by ``minirl.results.full_mode``, in a cell
   whose stored output the test suite compares with the record, tag ``nbval-check-output``).
@@ -49,24 +51,127 @@ def _figures(text: str) -> list[str]:
     return out
 
 
-def test_readme_results_blocks_are_what_the_records_give():
-    stale = report.stale_blocks(ROOT / "README.md")
-    assert not stale, f"README blocks {stale} differ from results/: run `python -m minirl.report`"
+DOCUMENTS = [path.name for path in report.DOCUMENTS]
 
 
-# README figures outside the generated blocks that are facts of the design or of a file, not measurements
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_results_blocks_are_what_the_records_give(name):
+    stale = report.stale_blocks(ROOT / name)
+    assert not stale, f"{name} blocks {stale} differ from results/: run `python -m minirl.report`"
+
+
+def test_report_check_fails_on_a_stale_block_in_either_document(tmp_path, monkeypatch, capsys):
+    block = "<!-- results: ladder (generated from results/ by `python -m minirl.report`) -->\n{}<!-- /results -->\n"
+    fresh, stale = block.format(report.render("ladder")), block.format("an old table\n")
+    readme, results = tmp_path / "README.md", tmp_path / "RESULTS.md"
+    monkeypatch.setattr(report, "DOCUMENTS", (readme, results))
+    readme.write_text(fresh)
+    results.write_text(stale)
+    assert report.main(["--check"]) == 1
+    assert "RESULTS.md block 'ladder'" in capsys.readouterr().out
+    assert report.main([]) == 0 and results.read_text() == fresh
+    readme.write_text(stale)
+    assert report.main(["--check"]) == 1
+    assert "README.md block 'ladder'" in capsys.readouterr().out
+    report.main([])
+    assert report.main(["--check"]) == 0
+
+
+def test_every_block_sits_in_one_document_once():
+    names = [m["name"] for path in report.DOCUMENTS for m in report.BEGIN.finditer(path.read_text())]
+    twice = sorted({n for n in names if names.count(n) > 1})
+    assert not twice, f"blocks in README.md and RESULTS.md more than once: {twice}"
+    assert set(names) == set(report.BLOCKS), (
+        f"blocks made by minirl.report but in neither document: {sorted(set(report.BLOCKS) - set(names))}; "
+        f"in a document but unknown: {sorted(set(names) - set(report.BLOCKS))}"
+    )
+    assert "headline" in report.BEGIN.findall((ROOT / "README.md").read_text())
+
+
+def test_readme_keeps_only_the_headline_block():
+    """README is for a learner: one summary table; every other measured block lives in RESULTS.md."""
+    assert report.BEGIN.findall((ROOT / "README.md").read_text()) == ["headline"]
+
+
+def test_headline_reads_the_reasoning_benchmark_once_it_is_measured(monkeypatch):
+    """Until ``results/bench_reasoning.json`` exists, the reasoning row comes from notebook 10's seed-0 run and the
+    exploration runs; then from the benchmark's thinking arm, seed by seed."""
+    runs = [{"seed": s, "warm": {"sum4": 0.25 + s / 100}, "thinking": {"sum4": 0.5 + s / 10}} for s in (0, 1, 2)]
+    fake = {
+        "name": "bench_reasoning",
+        "file": "bench_reasoning.json",
+        "commit": "a" * 40,
+        "date": "2026-12-01",
+        "machine": {"cores": 2},
+        "figures": {"budgets": {}, "runs": runs},
+    }
+    load = report._load
+    monkeypatch.setattr(report, "_load", lambda name: fake if name == "bench_reasoning" else load(name))
+    row = report.render("headline").splitlines()[6]
+    assert "seed 0: 25% → 50%; seed 1: 26% → 60%; seed 2: 27% → 70%" in row
+    assert "`results/bench_reasoning.json`, commit aaaaaaa, 2026-12-01" in row
+
+
+# figures outside the generated blocks that are facts of the design or of a file, not measurements
 README_FACTS = {
     "93 MB",  # the size of the shipped GGUF file (a fact of the wheel)
 }
 
 
-def test_readme_quotes_measured_figures_only_inside_generated_blocks():
-    text = report.outside_blocks((ROOT / "README.md").read_text())
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_documents_quote_measured_figures_only_inside_generated_blocks(name):
+    text = report.outside_blocks((ROOT / name).read_text())
     stray = [f for f in _figures(text) if f not in README_FACTS]
     assert not stray, (
-        f"README quotes figures outside its generated blocks: {stray}. Put them in a results "
+        f"{name} quotes figures outside its generated blocks: {stray}. Put them in a results "
         f"block (minirl/report.py) or say it without a number"
     )
+
+
+def _anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings (code blocks skipped; a repeated one gets -1, -2, ...)."""
+    out: set[str] = set()
+    fenced = False
+    for line in text.splitlines():
+        if line.startswith("```"):
+            fenced = not fenced
+        heading = re.match(r"#{1,6} (.+)", line)
+        if fenced or not heading:
+            continue
+        slug = re.sub(r"[^\w\- ]", "", heading.group(1).strip().lower()).replace(" ", "-")
+        anchor, n = slug, 0
+        while anchor in out:
+            n += 1
+            anchor = f"{slug}-{n}"
+        out.add(anchor)
+    return out
+
+
+LINK = re.compile(r"\]\((?P<file>[\w./-]*?)#(?P<anchor>[^)\s]+)\)")
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_links_to_sections_resolve(name):
+    text = (ROOT / name).read_text()
+    broken = []
+    for link in LINK.finditer(text):
+        target = link["file"] or name
+        if target not in DOCUMENTS:
+            continue
+        if link["anchor"] not in _anchors((ROOT / target).read_text()):
+            broken.append(f"{target}#{link['anchor']}")
+    assert not broken, f"{name} links to sections that do not exist: {broken}"
+
+
+def test_anchors_are_githubs():
+    text = "# A: `b` (c)\n```\n# not a heading\n```\n## A: b c\n### Language's few-row\n"
+    assert _anchors(text) == {"a-b-c", "a-b-c-1", "languages-few-row"}
+
+
+@pytest.mark.parametrize("name", DOCUMENTS)
+def test_documents_cite_no_issue_numbers(name):
+    found = re.findall(r"\b(?:issue|pull request|PR)\s*#?\d+", (ROOT / name).read_text(), flags=re.IGNORECASE)
+    assert not found, f"{name} cites {found}: say what changed, not where it was tracked"
 
 
 def _outputs_text(cell) -> str:

@@ -122,7 +122,7 @@ class LMRecipe:
     """The settings of a language-model run on a text task, and the run they build.
 
     ``dataclasses.asdict(recipe)`` gives the settings as a dict (the results files keep them so). What each
-    recipe measured is in README, "Measured figures: the language-model stage" (generated from results/).
+    recipe measured is in RESULTS.md, "The language-model stage" (generated from results/).
 
     Attributes:
         learning_rate: Adam's step size for GRPO (the peak of a cosine schedule).
@@ -289,7 +289,7 @@ class LMRecipe:
 RECIPES: MappingProxyType[str, LMRecipe] = MappingProxyType(
     {
         # The tiny model: a long supervised warm start (it starts from random weights), then GRPO at a gentle
-        # learning rate (README, "The tiny model").
+        # learning rate (RESULTS.md, "The tiny model").
         "tiny": LMRecipe(
             learning_rate=3e-4,
             steps=150,
@@ -311,8 +311,8 @@ RECIPES: MappingProxyType[str, LMRecipe] = MappingProxyType(
         # keep the prompt short, and the part every prompt shares runs once per batch. What makes a step
         # affordable on 2 cores: only the top 10 of the 30 blocks train (the backward pass stops there), no KL
         # term (no reference forward pass), a 10-token budget (a 3-number answer is 8 tokens with its end token)
-        # and the shared prompt cache. Training fewer weights also tolerates a larger learning rate (README,
-        # "SmolLM2 on 2 CPU cores").
+        # and the shared prompt cache. Training fewer weights also tolerates a larger learning rate
+        # (RESULTS.md, "SmolLM2 on 2 CPU cores").
         "pretrained": LMRecipe(
             learning_rate=1e-4,
             steps=80,
@@ -331,7 +331,7 @@ RECIPES: MappingProxyType[str, LMRecipe] = MappingProxyType(
             unseen_answers=20,
         ),
         # The same on a GPU (bfloat16 autocast): 8 times the samples per step, every weight training, a smaller
-        # learning rate and the KL leash (README, "SmolLM2 on a GPU").
+        # learning rate and the KL leash (RESULTS.md, "SmolLM2 on a GPU").
         "pretrained-cuda": LMRecipe(
             learning_rate=3e-5,
             steps=30,
@@ -372,7 +372,7 @@ ANSWER_TOKENS = 8
 """The response budget of an answer-only reasoning run: the number, its end token and a little slack."""
 
 REASONING_CHANGES: dict[str, Any] = {
-    "learning_rate": 3e-5,  # a third of the sorting recipe's start, constant (README, "Reasoning": the levers tried)
+    "learning_rate": 3e-5,  # a third of the sorting recipe's start, constant (RESULTS.md, "Reasoning": the levers)
     "lr_schedule": "constant",
     "steps": 40,
     "prompts_per_step": 4,
@@ -395,7 +395,7 @@ REASONING_GPU_CHANGES: dict[str, Any] = {
 }
 """The reasoning recipe on a GPU: the CPU one with these changes. What it keeps matters as much: the top 10 blocks
 train and the warm start is the CPU's, since training every weight (the sorting GPU recipe's choice) made the
-warm start erratic and GRPO undo it (README, "Reasoning", the GPU records). Not measured yet."""
+warm start erratic and GRPO undo it (RESULTS.md, "Reasoning", the GPU records). Not measured yet."""
 
 
 def reasoning_recipe(kind: str = "pretrained", thinking: bool = True) -> LMRecipe:
