@@ -1,6 +1,6 @@
 """Measured figures, kept: one small JSON file per measurement in ``results/``.
 
-Every figure the kit quotes (README's measured tables, a notebook's full-mode numbers) comes from one of
+Every figure the kit quotes (RESULTS.md's measured tables, a notebook's full-mode numbers) comes from one of
 these files, and each file says how it was made:
 
 - ``command``: the exact command line that measured it;
@@ -24,7 +24,7 @@ The commands that measure write one with ``--save`` (``minirl bench``, ``bench -
 ``ladder``, ``train``), and ``python -m minirl.results notebook solutions/NN_*.ipynb`` runs a notebook in
 full mode and keeps the figures its cells ``record(...)`` (``--fast``: runs it in fast mode and stores its outputs,
 as the notebooks are shipped). ``python -m minirl.results show NAME`` prints one;
-README's measured sections are generated from these files (``python -m minirl.report``).
+The measured blocks of README and RESULTS.md are generated from these files (``python -m minirl.report``).
 """
 
 from __future__ import annotations
@@ -406,7 +406,7 @@ def load(name: str) -> dict[str, Any]:
     """The record ``results/<name>.json`` (or a path), with a clear error when it is missing."""
     path = results_path(name)
     if not path.exists():
-        raise FileNotFoundError(f"no results file {path}: measure it first (see README, 'Measured figures')")
+        raise FileNotFoundError(f"no results file {path}: measure it first (see RESULTS.md, 'How the figures are made')")
     return json.loads(path.read_text())
 
 

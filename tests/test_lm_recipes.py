@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def measured_settings() -> dict[str, dict]:
-    """The settings README's language-model figures were measured with: ``results/bench_lm.json`` (the tiny model
+    """The settings RESULTS.md's language-model figures were measured with: ``results/bench_lm.json`` (the tiny model
     and SmolLM2 on 2 CPU cores) and ``results/bench_lm_gpu.json`` (SmolLM2 on a GPU), by recipe."""
     out = {}
     for name in ("bench_lm", "bench_lm_gpu"):
@@ -29,7 +29,7 @@ def measured_settings() -> dict[str, dict]:
 
 
 def test_the_recipes_are_the_ones_readme_measured():
-    """A recipe changed without a new ``minirl bench --lm --save`` (on its device) would leave README's figures
+    """A recipe changed without a new ``minirl bench --lm --save`` (on its device) would leave RESULTS.md's figures
     describing another run: re-measure (CONTRIBUTING, 'Measured figures'), then this test passes again."""
     measured = measured_settings()
     assert set(measured) == {"tiny", "pretrained", "pretrained-cuda"}
@@ -298,7 +298,7 @@ def test_notebook_10_builds_every_run_from_the_reasoning_recipe():
 
 def _reasoning_record(name: str) -> dict:
     """A reasoning record's figures; the test skips (saying which command measures it) while it does not exist,
-    as README's block then says 'Not measured yet' (test_readme_blocks_match_their_records)."""
+    as RESULTS.md's block then says 'Not measured yet' (tests/test_figures.py)."""
     path = ROOT / "results" / f"{name}.json"
     if not path.exists():
         pytest.skip(f"results/{name}.json is not measured yet at this commit")
@@ -306,7 +306,7 @@ def _reasoning_record(name: str) -> dict:
 
 
 def test_the_reasoning_benchmark_was_measured_with_the_recipe_and_budgets():
-    """README's three-seed table comes from the current recipe and budgets: change either and re-measure
+    """RESULTS.md's three-seed table comes from the current recipe and budgets: change either and re-measure
     (CONTRIBUTING, 'Measured figures')."""
     from minirl.bench.reasoning_rl import BUDGETS
 
@@ -319,7 +319,7 @@ def test_the_reasoning_benchmark_was_measured_with_the_recipe_and_budgets():
 
 
 def test_notebook_10s_full_record_was_measured_with_the_recipe_and_budgets():
-    """Notebook 10's full-mode record (README's 'reasoning' block) comes from the current recipe and budgets."""
+    """Notebook 10's full-mode record (RESULTS.md's 'reasoning' block) comes from the current recipe and budgets."""
     from minirl.bench.reasoning_rl import BUDGETS
 
     cpu = reasoning_recipe("pretrained")
@@ -336,7 +336,7 @@ def test_notebook_10s_full_record_was_measured_with_the_recipe_and_budgets():
 
 
 def test_the_lever_runs_used_the_recipes_knobs():
-    """The exploration runs in README's levers table trained with the CPU recipe's warm start and GRPO knobs (only
+    """The exploration runs in RESULTS.md's levers table trained with the CPU recipe's warm start and GRPO knobs (only
     the prompt, the seed and prompts × group varied), so the table speaks for the recipe."""
     cpu = reasoning_recipe("pretrained")
     runs = _reasoning_record("reasoning_levers")["runs"]
@@ -357,7 +357,7 @@ def test_the_lever_runs_used_the_recipes_knobs():
 
 
 def test_the_seed_0_reasoning_run_used_the_recipe_and_budgets():
-    """The notebook's seed-0 GRPO run in README's levers table came from the current recipe and pass@k budgets."""
+    """The notebook's seed-0 GRPO run in RESULTS.md's levers table came from the current recipe and pass@k budgets."""
     from minirl.bench.reasoning_rl import BUDGETS
 
     seed0 = _reasoning_record("reasoning_seed0")

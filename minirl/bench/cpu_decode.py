@@ -1,6 +1,6 @@
 """How fast a CPU generates: ``nn.Linear``'s ``x @ Wᵀ`` against the weight-first ``(W @ xᵀ)ᵀ`` (minirl.lm.cpu_decode).
 
-    python -m minirl.bench.cpu_decode --save        # results/cpu_decode.json, README "Language models on a CPU"
+    python -m minirl.bench.cpu_decode --save        # results/cpu_decode.json, RESULTS.md "Language models on a CPU"
 
 Two measurements on this machine, at torch's thread count:
 

@@ -20,7 +20,7 @@ Two held-out sets, and which is which: "held-out problems" are 200 problems neve
 3 numbers most of them are permutations of a training problem and share its sorted answer; "unseen answers" are
 every permutation of 20 sorted answers that never occur in training (``TextSortTask.n_unseen_answers``).
 
-``--save`` keeps every figure in ``results/bench_lm.json`` (``minirl.results``), from which README's tables are
+``--save`` keeps every figure in ``results/bench_lm.json`` (``minirl.results``), from which RESULTS.md's tables are
 made.
 """
 

@@ -91,7 +91,7 @@ def quick_recipe(recipe: LMRecipe) -> LMRecipe:
     """``recipe`` cut to a few steps of everything: the mechanics, not the results (``--quick``, fast mode).
 
     Generating costs one pass of the model per new token for the whole batch, and a few replies cost far less
-    than a few times one (README, "Language models on a CPU"), so a quick run saves generate calls rather than
+    than a few times one (RESULTS.md, "Language models on a CPU"), so a quick run saves generate calls rather than
     replies: one GRPO step (one sampling call), evaluated once, at its end (``eval_every=0``), with replies cut at
     ``QUICK_TOKENS`` (a reply cut inside its scratchpad scores 0)."""
     return recipe.with_(

@@ -9,7 +9,7 @@
 4. ``minirl ladder``, the README's main job (6 rungs x 3 seeds on sorting): total time (target: < 3 minutes).
 
 Timings are wall-clock on whatever machine runs this. ``--save`` keeps every figure in
-``results/bench.json`` (``minirl.results``), from which README's tables are made.
+``results/bench.json`` (``minirl.results``), from which RESULTS.md's tables are made.
 """
 
 from __future__ import annotations

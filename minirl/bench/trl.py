@@ -68,7 +68,7 @@ def _settings(model: str, kind: str, **changes: Any) -> dict[str, Any]:
 
 # The tiny model with its recipe's batch and learning rate: 300 supervised steps first (a partly trained start,
 # so that rewards differ within a group), then 30 GRPO steps of 8 prompts each side; the accuracies it reaches
-# are in README, "When you outgrow this kit: TRL".
+# are in RESULTS.md, "minirl and TRL side by side".
 TINY = _settings("tiny", "tiny", sft_steps=300, steps=30, prompts_per_step=8)
 # SmolLM2 with the CPU recipe's batch and trainable blocks, a few steps each side (speed only).
 SMOLLM2 = _settings("smollm2-135m", "pretrained", steps=3, eval_prompts=50)

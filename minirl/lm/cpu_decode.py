@@ -9,7 +9,7 @@ give the same numbers up to float32 rounding (the same dot products, summed in a
 
 but a BLAS library need not run them at the same speed. On the machine the course's CPU records come from
 (MKL on an AMD EPYC), the first runs up to twice as slow as the second for 2 to 16 rows, and about as fast from
-a few dozen rows on (README, "Language models on a CPU", measured by
+a few dozen rows on (RESULTS.md, "Language models on a CPU", measured by
 ``python -m minirl.bench.cpu_decode``). Generation is where those products happen: training and scoring
 multiply every position of every reply at once (thousands of rows), so they keep ``nn.Linear``.
 
