@@ -39,13 +39,14 @@ from pathlib import Path
 
 import nbformat
 
+from minirl.utils import REPO_ROOT
+
 __all__ = [
     "BEGIN",
     "DEFAULT_HINT",
     "END",
     "HINT",
     "KERNELSPEC",
-    "REPO_ROOT",
     "SOLUTION_ONLY_TAG",
     "CourseError",
     "build",
@@ -56,7 +57,6 @@ __all__ = [
     "strip_solutions",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 HINT = "### HINT:"

@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from minirl.results import REPO_ROOT, results_path, summary_line
+from minirl.results import results_path, summary_line
+from minirl.utils import REPO_ROOT
 
 __all__ = ["BLOCKS", "DOCUMENTS", "render", "render_readme", "stale_blocks"]
 

@@ -46,7 +46,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeGuard
 
-from minirl.utils import atomic_write
+from minirl.utils import REPO_ROOT, atomic_write
 
 __all__ = [
     "CALIBRATION_SECONDS",
@@ -69,7 +69,6 @@ __all__ = [
     "time_note",
 ]
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
 RESULTS_DIR = REPO_ROOT / "results"
 """Where records live: ``results/`` at the repository root (``MINIRL_RESULTS`` moves it)."""
 
@@ -406,7 +405,9 @@ def load(name: str) -> dict[str, Any]:
     """The record ``results/<name>.json`` (or a path), with a clear error when it is missing."""
     path = results_path(name)
     if not path.exists():
-        raise FileNotFoundError(f"no results file {path}: measure it first (see RESULTS.md, 'How the figures are made')")
+        raise FileNotFoundError(
+            f"no results file {path}: measure it first (see RESULTS.md, 'How the figures are made')"
+        )
     return json.loads(path.read_text())
 
 

@@ -64,6 +64,7 @@ __all__ = [
     "TrainConfig",
     "device_generator",
     "evaluate",
+    "evaluation_generator",
     "evaluation_prompts",
     "policy_update",
     "response_mask",
@@ -204,6 +205,12 @@ def _advantages(task: Task, algo: AlgoConfig, prompts, answers, rewards: torch.T
     dense = task.per_position_rewards(prompts, answers).to(rewards.device)  # [batch, trial, pos]
     per_position = compute_deltas(dense.transpose(1, 2).flatten(0, 1), algo.delta_mode)  # [(batch pos), trial]
     return per_position.view(dense.shape[0], dense.shape[2], dense.shape[1]).transpose(1, 2)
+
+
+def evaluation_generator(seed: int) -> torch.Generator:
+    """The generator a run of ``seed`` draws its evaluation prompts from, seeded ``10_000 + seed``: apart from the
+    training draws (seeded ``seed``), and the same at every evaluation, so each one scores the same prompts."""
+    return torch.Generator().manual_seed(10_000 + seed)
 
 
 def evaluation_prompts(task: Task, n: int, generator: torch.Generator):
@@ -565,13 +572,12 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
     scheduler = _lr_scheduler(optimizer, cfg.lr_schedule, cfg.steps)
     generator = torch.Generator().manual_seed(cfg.seed)
     sample_generator = device_generator(generator, device)
-    eval_generator_seed = 10_000 + cfg.seed
     history = History(label=algo.name, seed=cfg.seed)
     samples_per_step = cfg.prompts_per_step * cfg.group_size
     score_kw = {"temperature": cfg.temperature, "micro_batch_size": cfg.micro_batch_size}
 
     def run_eval(step: int, elapsed: float) -> dict[str, float]:
-        eval_generator = torch.Generator().manual_seed(eval_generator_seed)  # the same evaluation prompts each time
+        eval_generator = evaluation_generator(cfg.seed)  # the same evaluation prompts each time
         ev = evaluate(
             policy,
             task,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -13,16 +14,21 @@ from typing import Any
 import torch
 
 __all__ = [
+    "REPO_ROOT",
     "atomic_write",
     "check_nonnegative_ints",
     "check_positive_ints",
     "RunError",
     "device_generator",
     "load_torch",
+    "peak_memory_gb",
     "save_torch",
     "torch_threads",
     "write_json",
 ]
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+"""The root of the source checkout: ``results/``, ``solutions/``, ``notebooks/`` and ``scripts/`` are there."""
 
 
 @contextmanager
@@ -81,6 +87,14 @@ def atomic_write(path: str | os.PathLike, write: Callable[[Path], Any]) -> None:
         path.rename(old)
     tmp.replace(path)
     _remove(old)
+
+
+def peak_memory_gb(device: str | torch.device = "cpu") -> float:
+    """This process's peak memory so far in GiB: on CUDA the most ``device``'s tensors took
+    (``torch.cuda.max_memory_allocated``), elsewhere the peak resident set size (Linux's ``ru_maxrss``, in KiB)."""
+    if torch.device(device).type == "cuda":
+        return torch.cuda.max_memory_allocated(device) / 2**30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -302,7 +302,7 @@ def loss_no_none(
     ratio_level="token",
     aggregation="sequence_mean",
 ):
-    1 + clip_eps_high  # noqa: B018 - a learner's clamp bound: TypeError with None
+    1 + clip_eps_high
     return minirl.policy_loss(
         log_probs,
         old_log_probs,

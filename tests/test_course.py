@@ -150,7 +150,7 @@ def test_every_learner_code_cell_parses(learner):
         if cell.cell_type == "code" and not cell.source.startswith("%"):
             ast.parse(cell.source)
     namespace: dict = {}
-    exec(learner.cells[1].source, namespace)  # noqa: S102 - our own fixture
+    exec(learner.cells[1].source, namespace)
     with pytest.raises(NotImplementedError, match="subtract rewards.mean"):
         namespace["compute_deltas"](None, "centered_rewards")
 

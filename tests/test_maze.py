@@ -400,9 +400,9 @@ def test_bad_layouts(layout, error, match):
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"max_steps": 0}, ValueError, r"max_steps must be a positive integer; got 0"),
-        ({"max_steps": -3}, ValueError, r"max_steps must be a positive integer; got -3"),
-        ({"max_steps": 2.5}, TypeError, r"max_steps must be a positive integer; got float"),
+        ({"max_steps": 0}, ValueError, r"max_steps must be an int >= 1; got 0"),
+        ({"max_steps": -3}, ValueError, r"max_steps must be an int >= 1; got -3"),
+        ({"max_steps": 2.5}, TypeError, r"max_steps must be an int >= 1; got float"),
         ({"goal_reward": "10"}, TypeError, r"goal_reward must be a number"),
         ({"goal_reward": float("nan")}, ValueError, r"goal_reward must be finite"),
         ({"render_mode": "human"}, ValueError, r"render_mode must be None or one of \['rgb_array'\]"),
@@ -441,11 +441,11 @@ def test_bad_policies(policy, match):
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        ({"n_episodes": 0}, ValueError, r"n_episodes must be a positive integer; got 0"),
-        ({"n_episodes": -5}, ValueError, r"n_episodes must be a positive integer; got -5"),
+        ({"n_episodes": 0}, ValueError, r"n_episodes must be an int >= 1; got 0"),
+        ({"n_episodes": -5}, ValueError, r"n_episodes must be an int >= 1; got -5"),
         ({"start_cell": 6}, ValueError, r"start_cell 6 .* is a wall"),
-        ({"start_cell": 15}, ValueError, r"start_cell must be an integer in \[0, 15\); got 15"),
-        ({"steps_left": -1}, ValueError, r"steps_left must be an integer >= 0; got -1"),
+        ({"start_cell": 15}, ValueError, r"start_cell must be an int in \[0, 14\]; got 15"),
+        ({"steps_left": -1}, ValueError, r"steps_left must be an int >= 0; got -1"),
     ],
 )
 def test_bad_monte_carlo_arguments(kwargs, error, match):
@@ -458,7 +458,7 @@ def test_bad_arguments_elsewhere():
     maze = Maze()
     with pytest.raises(TypeError, match="maze must be a Maze"):
         expected_returns("maze", np.full((15, 4), 0.25))
-    with pytest.raises(ValueError, match=r"cell must be an integer in \[0, 15\); got 15"):
+    with pytest.raises(ValueError, match=r"cell must be an int in \[0, 14\]; got 15"):
         maze.action_mask(15)
     with pytest.raises(ValueError, match=r"action must be an integer in \[0, 4\)"):
         maze.next_cell(0, 4)

@@ -12,7 +12,7 @@ from minirl.history import History
 from minirl.plotting import LM_PANELS, METRIC_LABELS, plot_lm_curves, plot_reward_curves, smooth_centered
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 
 @pytest.fixture(autouse=True)

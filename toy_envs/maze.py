@@ -53,6 +53,8 @@ import numpy as np
 from gymnasium import spaces
 from gymnasium.envs.registration import EnvSpec
 
+from toy_envs._validate import check_int, is_int
+
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
 
@@ -101,24 +103,6 @@ _ROW_SUM_ATOL = 1e-5  # float32 softmax outputs sum to 1 only up to ~1e-7
 # ----------------------------------------------------------------------------------------------
 
 
-def _is_int(value: Any) -> bool:
-    """True for Python and NumPy integers, False for bools (``True`` is not a step count)."""
-    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
-
-
-def _check_int(value: Any, name: str, low: int, high: int | None = None) -> int:
-    """Return ``value`` as an ``int`` after checking ``low <= value`` (and ``value < high``)."""
-    if high is not None:
-        wanted = f"an integer in [{low}, {high})"
-    else:
-        wanted = "a positive integer" if low == 1 else f"an integer >= {low}"
-    if not _is_int(value):
-        raise TypeError(f"{name} must be {wanted}; got {type(value).__name__} {value!r}")
-    if value < low or (high is not None and value >= high):
-        raise ValueError(f"{name} must be {wanted}; got {value}")
-    return int(value)
-
-
 def _shape_str(shape: Sequence[int]) -> str:
     return "[" + ", ".join(str(n) for n in shape) + "]"
 
@@ -147,7 +131,7 @@ def _check_action(action: Any) -> int:
     value = action
     if getattr(action, "ndim", None) == 0 and hasattr(action, "item"):
         value = action.item()  # np.int64(2), np.array(2), torch.tensor(2) -> 2
-    if not _is_int(value) or not 0 <= value < N_ACTIONS:
+    if not is_int(value) or not 0 <= value < N_ACTIONS:
         raise ValueError(f"action must be an integer in [0, {N_ACTIONS}) ({_ACTION_HELP}); got {action!r}")
     return int(value)
 
@@ -249,7 +233,7 @@ class Maze(gym.Env):
         render_mode: str | None = None,
     ) -> None:
         self._layout = _parse_layout(DEFAULT_LAYOUT if layout is None else layout)
-        self.max_steps = _check_int(max_steps, "max_steps", low=1)
+        self.max_steps = check_int("max_steps", max_steps, low=1)
         self.goal_reward = self._check_goal_reward(goal_reward)
         if render_mode is not None and render_mode not in self.metadata["render_modes"]:
             raise ValueError(
@@ -343,7 +327,7 @@ class Maze(gym.Env):
         return self._steps_left
 
     def _check_cell(self, cell: Any, name: str = "cell") -> int:
-        return _check_int(cell, name, low=0, high=self.n_cells)
+        return check_int(name, cell, low=0, high=self.n_cells - 1)
 
     def cell_to_rc(self, cell: int) -> tuple[int, int]:
         """``cell -> (row, col)`` with ``cell = row * n_cols + col``."""
@@ -352,8 +336,8 @@ class Maze(gym.Env):
 
     def rc_to_cell(self, row: int, col: int) -> int:
         """``(row, col) -> row * n_cols + col``."""
-        row = _check_int(row, "row", low=0, high=self.n_rows)
-        col = _check_int(col, "col", low=0, high=self.n_cols)
+        row = check_int("row", row, low=0, high=self.n_rows - 1)
+        col = check_int("col", col, low=0, high=self.n_cols - 1)
         return row * self.n_cols + col
 
     def is_wall(self, cell: int) -> bool:
@@ -600,8 +584,8 @@ def monte_carlo_returns(
     start = maze.start if start_cell is None else maze._check_cell(start_cell, "start_cell")
     if maze.walls[start]:
         raise ValueError(f"start_cell {start} (row, col) = {maze.cell_to_rc(start)} is a wall")
-    horizon = maze.max_steps if steps_left is None else _check_int(steps_left, "steps_left", low=0)
-    n = _check_int(n_episodes, "n_episodes", low=1)
+    horizon = maze.max_steps if steps_left is None else check_int("steps_left", steps_left, low=0)
+    n = check_int("n_episodes", n_episodes, low=1)
     rng = np.random.default_rng(seed)
 
     cdf = _action_cdf(pi)

@@ -58,11 +58,11 @@ from typing import ClassVar
 
 import torch
 
+from toy_envs._validate import check_int
 from toy_envs.text_tasks import (
     ADD_FORMAT,
     TextPrompt,
     _check_answers,
-    _check_int,
     _check_prompts,
     _parse_int_list,
     _TextTask,
@@ -231,12 +231,12 @@ class ReasoningTask(_TextTask):
             raise TypeError(f"thinking must be a bool; got {type(self.thinking).__name__}")
         if not callable(self.reward) and self.reward not in REASONING_REWARDS:
             raise ValueError(f"reward must be one of {REASONING_REWARDS} or a function; got {self.reward!r}")
-        _check_int("n_numbers", self.n_numbers, 2, 6)
-        _check_int("digits", self.digits, 1, 6)
+        check_int("n_numbers", self.n_numbers, 2, 6)
+        check_int("digits", self.digits, 1, 6)
         if self.example_numbers is not None:
             if self.family != "sum":
                 raise ValueError(f"example_numbers is for the sum family only; got family {self.family!r}")
-            _check_int("example_numbers", self.example_numbers, 2, 6)
+            check_int("example_numbers", self.example_numbers, 2, 6)
         self._setup()
         if self.example_numbers not in (None, self.n_numbers):  # the examples of the task of that length
             other = dataclasses.replace(self, n_numbers=self.example_numbers, example_numbers=None)

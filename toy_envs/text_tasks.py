@@ -42,6 +42,8 @@ from typing import Any, ClassVar
 
 import torch
 
+from toy_envs._validate import check_int
+
 __all__ = [
     "ADD_FORMAT",
     "ANSWER_KINDS",
@@ -136,12 +138,6 @@ def _skip(ranks: torch.Tensor, left_out: torch.Tensor) -> torch.Tensor:
         return ranks
     shifted = left_out.sort().values - torch.arange(len(left_out))
     return ranks + torch.searchsorted(shifted, ranks, right=True)
-
-
-def _check_int(name: str, value: object, low: int, high: float = math.inf) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        bound = f">= {low}" if high == math.inf else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be an int {bound}; got {value!r}")
 
 
 def _check_prompts(prompts: Any) -> None:
@@ -241,15 +237,15 @@ class _TextTask:
     # -- set-up -----------------------------------------------------------------------------------
 
     def _setup(self) -> None:
-        _check_int("few_shot", self.few_shot, 0)
-        _check_int("n_heldout", self.n_heldout, 0)
-        _check_int("seed", self.seed, 0)
+        check_int("few_shot", self.few_shot, 0)
+        check_int("n_heldout", self.n_heldout, 0)
+        check_int("seed", self.seed, 0)
         w = self.format_weight
         if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
             raise ValueError(f"format_weight must be a finite number >= 0; got {w!r}")
         if self.system is not None and not isinstance(self.system, str):
             raise TypeError(f"system must be a str or None; got {type(self.system).__name__}")
-        _check_int("n_unseen_answers", self.n_unseen_answers, 0)
+        check_int("n_unseen_answers", self.n_unseen_answers, 0)
         n = self.n_problems
         if n > _MAX_PROBLEMS:
             raise ValueError(f"the problem space has {n} problems, more than 2**62: make the task smaller")
@@ -346,7 +342,7 @@ class _TextTask:
 
     def sample_prompts(self, n: int, generator: torch.Generator | None = None) -> list[TextPrompt]:
         """``n`` training prompts drawn uniformly (with replacement) from the non-held-out problems."""
-        _check_int("n", n, 1)
+        check_int("n", n, 1)
         if generator is not None and not isinstance(generator, torch.Generator):
             raise TypeError(f"generator must be a torch.Generator or None; got {type(generator).__name__}")
         r = torch.randint(0, self.n_train_problems, (n,), generator=generator)
@@ -510,8 +506,8 @@ class TextSortTask(_TextTask):
     n_unseen_answers: int = 0
 
     def __post_init__(self) -> None:
-        _check_int("n_numbers", self.n_numbers, 1)
-        _check_int("max_value", self.max_value, 1)
+        check_int("n_numbers", self.n_numbers, 1)
+        check_int("max_value", self.max_value, 1)
         self._setup()
 
     @property
@@ -579,7 +575,7 @@ class TextAdditionTask(_TextTask):
     n_unseen_answers: int = 0
 
     def __post_init__(self) -> None:
-        _check_int("digits", self.digits, 1, 9)
+        check_int("digits", self.digits, 1, 9)
         self._setup()
 
     @property

@@ -1,6 +1,6 @@
 """``minirl bench --lm``: the language-model benchmark, measured on the machine it runs on, over seeds.
 
-1. **The tiny model** (~1M parameters, built here) on text sorting, with its recipe (``RECIPES["tiny"]``):
+1. **The tiny model** (``make_tiny_lm``, built here) on text sorting, with its recipe (``RECIPES["tiny"]``):
    a supervised warm start, then GRPO with the one loop. The seeds run side by side, one process and one torch
    thread each. Held-out greedy accuracy after the warm start and after GRPO (target: mean >= 95%).
 2. **SmolLM2-135M-Instruct** (the shipped GGUF file) on text sorting of 3 numbers 0-9, with the device's
@@ -29,19 +29,18 @@ from __future__ import annotations
 import concurrent.futures
 import dataclasses
 import multiprocessing
-import resource
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 
 from minirl.bench import finish, keep_run, spread
 from minirl.lm.models import SMOLLM2_ALIAS, load_policy
 from minirl.lm.recipes import RECIPES, LMRecipe, model_kind
 from minirl.results import Record, history_figures
 from minirl.train import evaluate, train
+from minirl.utils import peak_memory_gb
 
 __all__ = ["run_lm_benchmark"]
 
@@ -50,18 +49,12 @@ TARGET_MINUTES = 20.0
 LM_PARTS = ("tiny", "smollm2", "reasoning")
 
 
-def _peak_memory_gb(device: torch.device) -> float:
-    if device.type == "cuda":
-        return torch.cuda.max_memory_allocated(device) / 2**30
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-
-
 def _greedy(policy, task, n: int) -> dict[str, float]:
     ev = evaluate(policy, task, n, sampled=False)
     return {k: v for k, v in ev.items() if k.endswith(("exact", "format"))}
 
 
-def _one_run(  # noqa: PLR0913
+def _one_run(
     name: str,
     recipe: LMRecipe,
     max_seconds: float | None,
@@ -88,7 +81,7 @@ def _one_run(  # noqa: PLR0913
     if four_numbers:  # the trained model on 4 numbers, which it never saw (a 4-number answer needs 3 more tokens)
         policy.max_new_tokens = recipe.max_new_tokens + 3
         figures["four_numbers"] = _greedy(policy, recipe.task(n_numbers=4), recipe.eval_prompts)
-    figures["peak_memory_gb"] = _peak_memory_gb(policy.device)
+    figures["peak_memory_gb"] = peak_memory_gb(policy.device)
     return {**figures, **({"run_folder": folder} if out is not None else {})}
 
 

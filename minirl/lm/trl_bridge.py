@@ -328,8 +328,6 @@ def grpo_trainer(
             "model must be a folder or hub name when the algorithm has a KL term (kl_coef = "
             f"{algo.kl_coef}): TRL loads the reference model from it; got a {type(model).__name__}"
         )
-    if config.lr_schedule not in ("constant", "cosine"):
-        raise ValueError(f"config.lr_schedule must be 'constant' or 'cosine'; got {config.lr_schedule!r}")
     micro = config.micro_batch_size or config.prompts_per_step
     if config.prompts_per_step % micro:
         raise ValueError(f"config.micro_batch_size ({micro}) must divide prompts_per_step ({config.prompts_per_step})")

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from minirl.history import History
 from minirl.protocols import ToyTask
 from minirl.toy.model import TinyEncoderDecoder, make_model
-from minirl.train import evaluate
+from minirl.train import evaluate, evaluation_generator
 from minirl.utils import check_positive_ints, torch_threads
 
 __all__ = ["train_supervised"]
@@ -61,7 +61,7 @@ def train_supervised(  # noqa: PLR0913
     start = time.perf_counter()
 
     def run_eval(step: int) -> None:
-        held_out = torch.Generator().manual_seed(10_000 + seed)  # the prompts train() evaluates on
+        held_out = evaluation_generator(seed)  # the prompts train() evaluates on
         history.log_eval(
             step=step, wall_time=time.perf_counter() - start, **evaluate(model, task, eval_prompts, held_out)
         )
