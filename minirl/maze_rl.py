@@ -71,7 +71,8 @@ from minirl.history import History
 from minirl.hooks import RunHooks, TrainState
 from minirl.losses import policy_loss
 from minirl.utils import check_positive_ints, load_torch, save_torch, torch_threads, write_json
-from toy_envs.maze import Maze, expected_returns
+from toy_envs.maze import Maze
+from toy_envs.maze_values import expected_returns
 
 __all__ = [
     "MAZE_ALGORITHMS",

@@ -1,4 +1,4 @@
-"""Tests for toy_envs/maze.py: the worked example's numbers, the Gymnasium API, rendering, bad input.
+"""Tests for toy_envs/maze.py and maze_values.py: the worked example's numbers, the Gymnasium API, rendering, bad input.
 
 The expected values come from hand calculation or from an independent brute-force enumerator
 that only uses ``Maze.reset`` / ``Maze.step`` (never the dynamic programme under test).
@@ -19,16 +19,8 @@ import torch
 from gymnasium.utils.env_checker import check_env
 from matplotlib.axes import Axes
 
-from toy_envs.maze import (
-    ACTION_NAMES,
-    DEFAULT_LAYOUT,
-    Maze,
-    draw_maze,
-    expected_q_values,
-    expected_returns,
-    monte_carlo_returns,
-    uniform_policy,
-)
+from toy_envs.maze import ACTION_NAMES, DEFAULT_LAYOUT, Maze, draw_maze, uniform_policy
+from toy_envs.maze_values import expected_q_values, expected_returns, monte_carlo_returns
 
 matplotlib.use("Agg")
 

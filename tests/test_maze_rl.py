@@ -27,7 +27,8 @@ from minirl.maze_rl import (
     value_loss,
 )
 from tests.tolerances import assert_close_f32
-from toy_envs.maze import Maze, expected_returns, uniform_policy
+from toy_envs.maze import Maze, uniform_policy
+from toy_envs.maze_values import expected_returns
 
 RIGHT, LEFT, UP, DOWN = range(4)
 SHORT_LAYOUT = ["S.G", "..."]  # the goal is 2 moves away: episodes end early, so there is padding

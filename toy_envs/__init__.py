@@ -1,21 +1,16 @@
 """toy_envs: small environments for learning RL for LLMs.
 
-- ``toy_envs.maze``: a grid maze (a multi-step MDP, Gymnasium API) with exact expected returns.
+- ``toy_envs.maze``: a grid maze (a multi-step MDP, Gymnasium API); ``toy_envs.maze_values``: its exact expected
+  returns (dynamic programming) and Monte Carlo estimates; ``maze_layout`` and ``maze_draw`` hold its grid and
+  its pictures.
 - ``toy_envs.sorting``: the number-sorting task (a contextual bandit whose actions are sequences).
 - ``toy_envs.variable_sorting``: the same with prompts of varying length and an end-of-sequence token.
 - ``toy_envs.text_tasks``: sorting and addition as chats and text answers, for a real language model.
 - ``toy_envs.reasoning``: arithmetic answered with or without a ``<think>`` scratchpad, with worked solutions.
 """
 
-from toy_envs.maze import (
-    ACTION_NAMES,
-    DEFAULT_LAYOUT,
-    Maze,
-    draw_maze,
-    expected_returns,
-    monte_carlo_returns,
-    uniform_policy,
-)
+from toy_envs.maze import ACTION_NAMES, DEFAULT_LAYOUT, Maze, draw_maze, uniform_policy
+from toy_envs.maze_values import expected_returns, monte_carlo_returns
 from toy_envs.reasoning import ReasoningTask
 from toy_envs.sorting import (
     REWARDS,

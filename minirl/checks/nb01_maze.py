@@ -4,8 +4,8 @@
     check_bellman_backup(fn)         fn(maze, policy, values_next) -> values[n_cells]
     check_monte_carlo_estimate(fn)   fn(maze, policy, n_episodes, rng) -> (mean, standard_error)
 
-Expected values come from ``toy_envs.maze`` (``Maze.next_cell``, ``expected_returns``) and hand
-constants (the worked example's 10/3, 10/6 and 10/81); never from the learner's own function.
+Expected values come from ``toy_envs.maze`` (``Maze.next_cell``), ``toy_envs.maze_values`` (``expected_returns``) and
+hand constants (the worked example's 10/3, 10/6 and 10/81); never from the learner's own function.
 When a result is wrong, each check compares it with the result of the usual mistakes (a reward
 for every step, max instead of the policy's expectation, no stop at the goal, ...) and names the
 one it matches.
@@ -28,7 +28,8 @@ import numpy as np
 import torch
 
 from minirl.checks._core import Check, exercise_check, numbers_close, tensors_close
-from toy_envs.maze import ACTION_NAMES, DEFAULT_LAYOUT, Maze, expected_returns, monte_carlo_returns, uniform_policy
+from toy_envs.maze import ACTION_NAMES, DEFAULT_LAYOUT, Maze, uniform_policy
+from toy_envs.maze_values import expected_returns, monte_carlo_returns
 
 __all__ = [
     "check_bellman_backup",
@@ -428,7 +429,7 @@ def _run_backup(
 @exercise_check("bellman_backup")
 def check_bellman_backup(c: Check, fn: Callable) -> None:
     """Check ``bellman_backup(maze, policy, values_next) -> values[n_cells]`` (V_k from V_{k-1}) against
-    ``toy_envs.maze.expected_returns`` on the default maze and another one, for the uniform policy,
+    ``toy_envs.maze_values.expected_returns`` on the default maze and another one, for the uniform policy,
     uniform-over-4-moves and random policies, and the worked example's 10/3, 10/6, 10/81. Catches
     max instead of the policy's expectation, an unweighted mean, no terminal goal, no reward, the
     current cell's value instead of the next cell's, overwriting V_{k-1} while reading it, wrong next
