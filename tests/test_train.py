@@ -251,7 +251,7 @@ def test_kl_is_measured_when_beta_is_zero_and_left_out_when_not_measured():
 
 
 def test_entropy_counts_real_tokens_only():
-    from minirl.train import _mean_entropy
+    from minirl.update import _mean_entropy
 
     # one distribution per position shared by the group [batch 1, 1, pos 3]; responses end after 1 and 3 tokens
     entropy = torch.tensor([[[1.0, 2.0, 4.0]]])
