@@ -21,9 +21,9 @@ def _not_strict(monkeypatch):
 def _short_calibration(monkeypatch):
     """A results record calibrates the machine when it is made (a second, ``CALIBRATION_SECONDS``); the tests
     check what a record keeps, not the speed, so a few hundredths of a second do."""
-    import minirl.results
+    import minirl.results.speed
 
-    monkeypatch.setattr(minirl.results, "CALIBRATION_SECONDS", 0.02)
+    monkeypatch.setattr(minirl.results.speed, "CALIBRATION_SECONDS", 0.02)
 
 
 @pytest.fixture(scope="module")

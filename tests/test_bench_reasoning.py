@@ -2,7 +2,7 @@
 
 Tolerances: the summary's figures are float64 arithmetic (numpy's mean and std, the pass@k product) on a handful of
 numbers in [0, 1] or a few minutes, so they are within ~1e-15 of the exact value; ``abs=1e-12`` leaves a thousand
-times that. A saved record keeps 7 significant digits (``minirl.results._jsonable``): ``rel=1e-6`` there.
+times that. A saved record keeps 7 significant digits (``minirl.results.records._jsonable``): ``rel=1e-6`` there.
 """
 
 import math

@@ -1,7 +1,7 @@
 """minirl.bench.reasoning_families: thinking vs answer-only on each family, its summary, targets and a quick run.
 
 Tolerances: the summary is numpy's float64 mean and std of a few accuracies in [0, 1], within ~1e-15 of the exact
-value: ``abs=1e-12``. A saved record keeps 7 significant digits (``minirl.results._jsonable``).
+value: ``abs=1e-12``. A saved record keeps 7 significant digits (``minirl.results.records._jsonable``).
 """
 
 import math

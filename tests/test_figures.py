@@ -105,8 +105,8 @@ def test_headline_reads_the_reasoning_benchmark_once_it_is_measured(monkeypatch)
         "machine": {"cores": 2},
         "figures": {"budgets": {}, "runs": runs},
     }
-    load = report._load
-    monkeypatch.setattr(report, "_load", lambda name: fake if name == "bench_reasoning" else load(name))
+    load = report.headline._load  # patched where the headline's rows read it
+    monkeypatch.setattr(report.headline, "_load", lambda name: fake if name == "bench_reasoning" else load(name))
     row = report.render("headline").splitlines()[6]
     assert "seed 0: 25% → 50%; seed 1: 26% → 60%; seed 2: 27% → 70%" in row
     assert "`results/bench_reasoning.json`, commit aaaaaaa, 2026-12-01" in row
@@ -124,7 +124,7 @@ def test_documents_quote_measured_figures_only_inside_generated_blocks(name):
     stray = [f for f in _figures(text) if f not in README_FACTS]
     assert not stray, (
         f"{name} quotes figures outside its generated blocks: {stray}. Put them in a results "
-        f"block (minirl/report.py) or say it without a number"
+        f"block (minirl/report/) or say it without a number"
     )
 
 

@@ -7,7 +7,9 @@ import os
 import pytest
 import torch
 
-import minirl.results
+import minirl.results.notebooks
+import minirl.results.provenance
+import minirl.results.speed
 from minirl.history import History
 from minirl.results import (
     Record,
@@ -52,7 +54,7 @@ def test_dirty_names_changed_code_but_not_other_records(monkeypatch):
     """A series of measurements in one checkout writes records one after another: they are not code changes."""
     porcelain = " M results/notebook_01_full_cpu.json\n M minirl/train.py\nM  README.md\n"
     answers = {"rev-parse": "a" * 40 + "\n", "status": porcelain}
-    monkeypatch.setattr(minirl.results, "_git", lambda *args: answers[args[0]])
+    monkeypatch.setattr(minirl.results.provenance, "_git", lambda *args: answers[args[0]])
     assert minirl.results.git_commit() == ("a" * 40, ["minirl/train.py", "README.md"])
 
 
@@ -60,11 +62,21 @@ def test_a_record_keeps_the_code_as_it_was_when_the_measurement_began(tmp_path, 
     """A fast-mode run writes its notebooks' outputs before it saves: that is not the code it measured."""
     monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
     answers = {"rev-parse": "b" * 40, "status": ""}
-    monkeypatch.setattr(minirl.results, "_git", lambda *args: answers[args[0]])
+    monkeypatch.setattr(minirl.results.provenance, "_git", lambda *args: answers[args[0]])
     rec = Record("demo", command="python -m minirl.results notebook --fast solutions/01.ipynb")
     answers["status"] = " M solutions/01.ipynb\n"  # the run stored its outputs
     data = json.loads(rec.save().read_text())
     assert (data["commit"], data["dirty"]) == ("b" * 40, [])
+
+
+def test_a_record_reads_its_calibration_setting_from_the_module_that_holds_it(monkeypatch):
+    """``minirl.results`` re-exports its modules' names; a setting is read where it lives, when it is used: the
+    calibration time that tests/conftest.py shortens for every test (``minirl.results.speed``)."""
+    asked = []
+    monkeypatch.setattr(minirl.results.speed, "calibrate", lambda seconds: asked.append(seconds) or {})
+    Record("demo", command="cmd")
+    assert asked == [0.02]
+    assert all(getattr(minirl.results, name) is not None for name in minirl.results.__all__)
 
 
 def test_show_prints_the_provenance_and_missing_records_name_the_file(tmp_path, monkeypatch, capsys):
@@ -136,7 +148,7 @@ def this_machine_at_100_gflops(monkeypatch):
         asked.append(threads)
         return {"gflops": 100.0, "threads": threads, "size": 512, "seconds": 1.0}
 
-    monkeypatch.setattr(minirl.results, "local_calibration", fake)
+    monkeypatch.setattr(minirl.results.speed, "local_calibration", fake)
     return asked
 
 
@@ -184,9 +196,9 @@ def test_time_note_says_what_it_lacks_and_never_raises(tmp_path, monkeypatch, ca
 
 
 def test_local_calibration_runs_once_per_thread_count_and_restores_the_threads(monkeypatch):
-    monkeypatch.setattr(minirl.results, "_LOCAL_CALIBRATIONS", {})
+    monkeypatch.setattr(minirl.results.speed, "_LOCAL_CALIBRATIONS", {})
     calls = []
-    monkeypatch.setattr(minirl.results, "calibrate", lambda seconds: calls.append(torch.get_num_threads()) or {})
+    monkeypatch.setattr(minirl.results.speed, "calibrate", lambda seconds: calls.append(torch.get_num_threads()) or {})
     before = torch.get_num_threads()
     local_calibration(1)
     local_calibration(1)
@@ -280,7 +292,7 @@ def test_stored_outputs_drop_progress_bars_and_widget_state():
         nbformat.v4.new_output("display_data", data={"text/plain": "<Figure size 640x480 with 1 Axes>"}),
     ]
     nb.cells = [cell, nbformat.v4.new_markdown_cell("text")]
-    out = minirl.results._without_run_state(nb)
+    out = minirl.results.notebooks._without_run_state(nb)
     assert "widgets" not in out.metadata and "execution" not in out.cells[0].metadata
     assert [(o.output_type, o.get("name")) for o in out.cells[0].outputs] == [
         ("stream", "stderr"),
@@ -314,7 +326,7 @@ def test_stored_outputs_drop_html_progress_bars_and_join_split_prints():
         nbformat.v4.new_output("stream", name="stdout", text="after the table\n"),
     ]
     nb.cells = [cell]
-    out = minirl.results._without_run_state(nb).cells[0].outputs
+    out = minirl.results.notebooks._without_run_state(nb).cells[0].outputs
     assert [o.output_type for o in out] == ["stream", "display_data", "stream"]
     assert out[0].text == "step 1: reward 0.25\nstep 2: reward 0.50\n"
     assert "kept" in out[1].data["text/html"] and out[2].text == "after the table\n"

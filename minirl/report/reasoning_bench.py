@@ -1,0 +1,264 @@
+"""RESULTS.md's blocks on the reasoning benchmarks over seeds: notebook 10's arms (``reasoning_seeds``,
+``minirl.bench.reasoning_rl``), its thinking and hack arms on a GPU (``reasoning_gpu``), and thinking against
+answer-only on the other problem families (``reasoning_families``, ``minirl.bench.reasoning_families``)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from minirl.report._format import _load, _seconds, missing, pct, pm, provenance, table
+from minirl.report.reasoning import _pass_ks
+
+
+def _spread_cell(values: list[float]) -> str:
+    """``70% ± 14 (61–85)``: mean ± std (points) and min–max over seeds; one value alone, none: empty."""
+    from minirl.bench import spread
+
+    if len(values) < 2:
+        return pct(values[0], 0) if values else ""
+    s = spread(values)
+    return f"{pm(s, 0)} ({100 * s['min']:.0f}–{100 * s['max']:.0f})"
+
+
+Arm = tuple[str, tuple[str, ...], tuple[str, ...] | None]
+"""A row of a table over seeds: its label, the path to its value in a ``reasoning_rl`` run, the path to its steps."""
+
+REASONING_ARMS: list[Arm] = [
+    ("worked warm start (3-number sums)", ("warm", "sum4"), ("warm", "steps")),
+    ("+ thinking GRPO on 4-number sums", ("thinking", "sum4"), ("thinking", "run", "steps")),
+    ("+ supervised steps on 3-number sums instead (the control)", ("control", "sum4"), ("control", "steps")),
+    ("bare-answer warm start (3-number sums)", ("answer-only", "warm", "sum4"), ("answer-only", "warm", "steps")),
+    ("+ answer-only GRPO on 4-number sums", ("answer-only", "sum4"), ("answer-only", "run", "steps")),
+]
+"""Notebook 10's arms, each row: (label, accuracy, steps) as paths into a ``reasoning_rl`` run."""
+
+
+def _arm_rows(runs: list[dict[str, Any]], arms: Sequence[Arm]) -> list[list[str]]:
+    """A row per arm (label, accuracy, steps: paths into a ``reasoning_rl`` run; steps may be None): the accuracy
+    of each run, with its steps in brackets, empty where the run lacks the arm; then mean ± std (min–max)."""
+    from minirl.bench.reasoning_rl import nested
+
+    rows = []
+    for label, path, steps in arms:
+        values = [nested(r, path) for r in runs]
+        cells = [
+            "" if v is None else pct(v, 0) + ("" if steps is None else f" ({nested(r, steps)} steps)")
+            for r, v in zip(runs, values)
+        ]
+        rows.append([label, *cells, _spread_cell([v for v in values if v is not None])])
+    return rows
+
+
+def _verifier_arms(runs: list[dict[str, Any]]) -> list[Arm]:
+    """The reward-hacking lab's rows: the hacked and the fixed verifier's runs."""
+    hack = runs[0].get("hack", {}).get("reward", "substring")
+    fix = runs[0].get("fix", {}).get("reward", "answer")
+    return [
+        (f"GRPO on the lenient `{hack}` verifier: strict accuracy", ("hack", "sum4"), ("hack", "run", "steps")),
+        ("… its proxy reward", ("hack", "proxy"), None),
+        ("… the proxy reward of the honest run's replies", ("hack", "honest_proxy"), None),
+        (f"GRPO on the fixed `{fix}` verifier: strict accuracy", ("fix", "sum4"), ("fix", "run", "steps")),
+    ]
+
+
+def _reasoning_verdicts(summary: dict[str, Any]) -> str:
+    """``minirl.bench.reasoning_rl``'s targets on a summary, each said with the figures it reads."""
+    from minirl.bench.reasoning_rl import check_targets
+
+    def mean(key: str) -> float:
+        return summary[key]["mean"] if key in summary else float("nan")
+
+    texts = {
+        "thinking GRPO: 4-number mean >= 75%, std <= 8 points, warm start + GRPO <= 15 min": (
+            "thinking GRPO at a mean of at least 75% with a standard deviation of at most 8 points, within 15 min "
+            f"of warm start and GRPO ({pm(summary['thinking_sum4'], 0)}; the longest seed "
+            f"{summary.get('warm_plus_grpo_minutes', {}).get('max', float('nan')):.1f} min)"
+            if "thinking_sum4" in summary
+            else ""
+        ),
+        "thinking >= 15 points over answer-only": "thinking at least 15 points over answer-only "
+        f"({100 * (mean('thinking_sum4') - mean('answer_sum4')):+.0f})",
+        "hacked: strict accuracy >= 20 points below the honest run's, proxy higher": "the hacked run's strict "
+        "accuracy at least 20 points below the honest run's "
+        f"({100 * (mean('hack_strict') - mean('thinking_sum4')):+.0f}) with a higher proxy reward "
+        f"({100 * (mean('hack_proxy') - mean('honest_proxy')):+.0f})",
+        "fixed verifier: within 10 points of the honest run": "the fixed verifier's run within 10 points of the "
+        f"honest one ({100 * (mean('fix_sum4') - mean('thinking_sum4')):+.0f})",
+    }
+    targets = check_targets(summary)
+    return "; ".join(f"{texts.get(name, name)}: {'met' if ok else '**not met**'}" for name, ok in targets.items())
+
+
+def _pass_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """pass@k over seeds (mean ± std) before and after thinking GRPO, at the powers of 2."""
+    before, after = summary.get("pass_before", {}), summary.get("pass_after", {})
+    ks = _pass_ks(list(before))
+    rows = [
+        [label, *(pm(curve[f"pass@{k}"], 0) for k in ks)]
+        for label, curve in (("after the warm start", before), ("after thinking GRPO", after))
+        if curve
+    ]
+    return [f"k = {k}" for k in ks], rows
+
+
+def reasoning_seeds() -> str:
+    """Notebook 10's arms over seeds (``minirl.bench.reasoning_rl``, one command): each arm's held-out accuracy per
+    seed with its steps, mean ± std and min–max; pass@k before and after GRPO; stage times; the targets."""
+    from minirl.bench.reasoning_rl import nested
+
+    data = _load("bench_reasoning")
+    if data is None or "budgets" not in data["figures"]:
+        return missing("bench_reasoning", "python -m minirl.bench.reasoning_rl --seeds 0 1 2 --save")
+    f = data["figures"]
+    runs, summary, budgets = f["runs"], f["summary"], f["budgets"]
+    seeds = [r["seed"] for r in runs]
+    base = f["base"]
+    both = f"{pct(base['think_sum4'], 0)} with a scratchpad, {pct(base['answer_sum4'], 0)} answer only"
+    rows = [["the base model (greedy: the same for every seed)", *([""] * len(runs)), both]]
+    rows += _arm_rows(runs, [*REASONING_ARMS, *_verifier_arms(runs)])
+    pass_header, pass_rows = _pass_rows(summary)
+    times = ", ".join(
+        f"seed {r['seed']} {_seconds(nested(r, ('warm', 'seconds')))} + "
+        f"{_seconds(nested(r, ('thinking', 'run', 'train_seconds')))}"
+        for r in runs
+        if nested(r, ("thinking", "run", "train_seconds")) is not None
+    )
+    recipe = f["recipes"]["thinking"]
+    return "\n".join(
+        [
+            f"Notebook 10's arms over seeds {', '.join(map(str, seeds))}, one command, every budget a number of steps "
+            f"(`reasoning_recipe`: GRPO {recipe['steps']} steps of {recipe['prompts_per_step']} prompts × "
+            f"{recipe['group_size']} replies at a constant learning rate {recipe['learning_rate']:g}, after a warm "
+            f"start of {recipe['sft_steps']} steps of {recipe['sft_prompts_per_step']} worked 3-number sums; the "
+            f"control {budgets['control_steps']} more supervised steps; answer-only {recipe['sft_steps']} bare-answer "
+            f"steps, then {budgets['answer_steps']} GRPO steps). Held-out greedy accuracy on "
+            f"{recipe['eval_prompts']} 4-number sums; in brackets the steps of each stage:",
+            "",
+            table(["4-number sums", *(f"seed {s}" for s in seeds), "mean ± std (min–max), points"], rows),
+            "",
+            f"pass@k on the first {budgets['pass_prompts']} held-out 4-number sums, {budgets['pass_samples']} samples "
+            "each at T = 1, mean ± std over seeds:",
+            "",
+            table(["", *pass_header], pass_rows),
+            "",
+            f"Wall time, warm start + thinking GRPO: {times}. "
+            f"Targets over these seeds: {_reasoning_verdicts(summary)}.",
+            "",
+            provenance(data),
+        ]
+    )
+
+
+REASONING_GPU = ("bench_reasoning_gpu_seed0", "bench_reasoning_gpu_seeds12")
+
+
+def reasoning_gpu() -> str:
+    """Notebook 10's thinking and hack arms on a GPU (``minirl.bench.reasoning_rl --arms thinking hack``, GRPO
+    shortened to the records' ``rl_seconds``), per seed: the warm start and thinking GRPO on held-out 4-number sums,
+    with their steps, and the hacked run's strict accuracy and proxy reward."""
+    records = [d for d in map(_load, REASONING_GPU) if d is not None]
+    if len(records) < len(REASONING_GPU):
+        command = "python -m minirl.bench.reasoning_rl --seeds 0 --arms thinking hack --save bench_reasoning_gpu_seed0"
+        return missing(REASONING_GPU[0], command + " (on a GPU; seeds 1 2 into bench_reasoning_gpu_seeds12)")
+    settings = [d["figures"]["settings"] for d in records]
+    if any(s != settings[0] for s in settings):
+        return f"*The records {', '.join(REASONING_GPU)} were measured with different settings: measure again.*"
+    runs = sorted((r for d in records for r in d["figures"]["runs"]), key=lambda r: r["seed"])
+    verifier = settings[0]["hack_reward"]
+    rows = _arm_rows(
+        runs,
+        [
+            *REASONING_ARMS[:2],
+            (f"hacked run (`{verifier}` verifier): strict accuracy", ("hack", "strict"), ("hack", "run", "steps")),
+            ("hacked run: proxy reward", ("hack", "proxy"), None),
+        ],
+    )
+    return "\n".join(
+        [
+            _reasoning_gpu_intro(settings[0], [r["seed"] for r in runs]),
+            "",
+            table(["4-number sums", *(f"seed {r['seed']}" for r in runs), "mean ± std (points)"], rows),
+            "",
+            *(provenance(d) for d in records),
+        ]
+    )
+
+
+def _reasoning_gpu_intro(s: Mapping[str, Any], seeds: list[int]) -> str:
+    """What ran: the GPU recipe's model settings with notebook 10's knobs, GRPO for ``rl_seconds`` an arm."""
+    return (
+        f"Notebook 10's thinking and hack arms on one GPU, seeds {', '.join(map(str, seeds))} "
+        "(`minirl.bench.reasoning_rl --arms thinking hack`). The model is set up by the GPU recipe "
+        '(`RECIPES["pretrained-cuda"]`: its prompt, every weight training) and trained with notebook 10\'s knobs '
+        f"as they are (a warm start of {s['sft_steps']} steps of {s['sft_prompts']} worked 3-number sums at "
+        f"learning rate {s['sft_learning_rate']:g}, then GRPO on 4-number sums, {s['prompts']} prompts × "
+        f"{s['group']} replies a step at a constant learning rate {s['learning_rate']:g}), except that each GRPO "
+        f"run trains for {_seconds(s['rl_seconds'])} instead of the 10 min the CPU benchmark of that commit gave it "
+        "(the records' commands say so), and every prompt carries that commit's system message, "
+        '"You sort numbers.". This is that untuned combination, not a GPU reasoning recipe. The hacked run trains '
+        f"as long from the same warm start on the lenient `{s['hack_reward']}` verifier. Held-out greedy "
+        f"accuracy on {s['n_eval']} problems; in brackets the steps each stage took; the proxy reward is the "
+        "lenient verifier's on the hacked run's replies:"
+    )
+
+
+FAMILY_NAMES = {"word": "two-step word problems", "add": "addition", "sum": "sums of single digits"}
+FAMILY_STAGES = {"base": "base model", "warm": "warm start", "rl": "+ GRPO"}
+
+
+def _family_cell(form: Mapping[str, Any] | None, stage: str) -> str:
+    """One form's accuracy at one stage of a ``reasoning_families`` run, with the stage's steps and time."""
+    if form is None:
+        return ""
+    if stage == "base":
+        return pct(form["base"]["exact"], 0)
+    part, exact = (form["warm"], form["warm"]["exact"]) if stage == "warm" else (form["run"], form["exact"])
+    return f"{pct(exact, 0)} ({part['steps']} steps, {_seconds(part.get('seconds', part.get('train_seconds')))})"
+
+
+def reasoning_families() -> str:
+    """Thinking vs answer-only GRPO on the word and addition families at equal wall time
+    (``minirl.bench.reasoning_families``): each form's held-out accuracy at each stage, per seed, with the
+    mean and the target on each family's mean."""
+    from minirl.bench.reasoning_families import check_targets
+
+    data = _load("bench_reasoning_families")
+    if data is None:
+        return missing("bench_reasoning_families", "python -m minirl.bench.reasoning_families --seeds 0 1 --save")
+    f = data["figures"]
+    s, runs, summary = f["settings"], f["runs"], f["summary"]
+    seeds = sorted({r["seed"] for r in runs})
+    rows = []
+    for family in summary:
+        family = str(family)
+        name = FAMILY_NAMES.get(family, family) + (f" ({s['digits']} digits)" if family == "add" else "")
+        mine = {r["seed"]: r for r in runs if r["family"] == family}
+        for form in ("thinking", "answer-only"):
+            for stage, label in FAMILY_STAGES.items():
+                cells = [_family_cell(mine.get(seed, {}).get(form), stage) for seed in seeds]
+                rows.append([name, f"{form}: {label}", *cells, pm(summary[family][f"{form}_{stage}"], 0)])
+    met = check_targets(summary)
+    gaps = ", ".join(
+        f"{family} {100 * (v['thinking_rl']['mean'] - v['answer-only_rl']['mean']):+.0f} points "
+        f"({'met' if met[f'{family}: thinking >= 15 points over answer-only'] else '**not met**'})"
+        for family, v in summary.items()
+    )
+    return "\n".join(
+        [
+            f"Thinking against answer-only on the two other families, seeds {', '.join(map(str, seeds))}: each form "
+            f"warm-starts from the base model (thinking: {s['sft_steps']} steps of {s['sft_prompts']} worked "
+            "solutions; answer-only: bare answers for as long), then trains GRPO "
+            f"({s['prompts']} prompts × {s['group']} replies, learning rate {s['learning_rate']:g}, constant) for "
+            f"{_seconds(s['rl_seconds'])} (answer-only: as long as the thinking run took, evaluations included), "
+            f"on problems of the size it is evaluated on. {s['n_eval']} held-out problems, greedy; in brackets the "
+            "steps and wall time of each stage:",
+            "",
+            table(["family", "form: stage", *(f"seed {seed}" for seed in seeds), "mean ± std (points)"], rows),
+            "",
+            "Target: thinking GRPO at least 15 points above answer-only GRPO at equal wall time, on "
+            f"each family's mean: {gaps}.",
+            "",
+            provenance(data),
+        ]
+    )
