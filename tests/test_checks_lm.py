@@ -505,7 +505,7 @@ def test_long_numbers_lie_between_the_digit_limit_and_ints_limit():
     """Every too-long number has 101 .. 4300 digits: int() reads it, so only the length rule rejects it."""
     import sys
 
-    from toy_envs.text_tasks import MAX_ANSWER_DIGITS
+    from toy_envs.text_base import MAX_ANSWER_DIGITS
 
     assert MAX_ANSWER_DIGITS == 100 and sys.get_int_max_str_digits() == lm_checks._INT_MAX_DIGITS == 4300
     for text in lm_checks.PARSE_TOO_LONG:

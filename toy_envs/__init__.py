@@ -5,7 +5,8 @@
   its pictures.
 - ``toy_envs.sorting``: the number-sorting task (a contextual bandit whose actions are sequences).
 - ``toy_envs.variable_sorting``: the same with prompts of varying length and an end-of-sequence token.
-- ``toy_envs.text_tasks``: sorting and addition as chats and text answers, for a real language model.
+- ``toy_envs.text_tasks``: sorting and addition as chats and text answers, for a real language model (built on
+  ``toy_envs.text_base``, what every text task shares).
 - ``toy_envs.reasoning``: arithmetic answered with or without a ``<think>`` scratchpad, with worked solutions.
 """
 

@@ -59,14 +59,8 @@ from typing import ClassVar
 import torch
 
 from toy_envs._validate import check_int
-from toy_envs.text_tasks import (
-    ADD_FORMAT,
-    TextPrompt,
-    _check_answers,
-    _check_prompts,
-    _parse_int_list,
-    _TextTask,
-)
+from toy_envs.text_base import TextPrompt, _check_answers, _check_prompts, _parse_int_list, _TextTask
+from toy_envs.text_tasks import ADD_FORMAT
 
 __all__ = [
     "FAMILIES",

@@ -36,7 +36,8 @@ from minirl.checks._core import (
 )
 from minirl.lm import completion_log_probs as _ref_completion_log_probs
 from minirl.lm import first_eos_mask as _ref_first_eos_mask
-from toy_envs.text_tasks import MAX_ANSWER_DIGITS, TextSortTask
+from toy_envs.text_base import MAX_ANSWER_DIGITS
+from toy_envs.text_tasks import TextSortTask
 
 __all__ = [
     "check_completion_log_probs",
