@@ -80,6 +80,12 @@ def test_a_tiny_language_model_generates_the_same_logits_either_way():
             weight_first = policy.model(input_ids=ids).logits
     torch.testing.assert_close(weight_first, plain, **TOL)
     assert all(type(m) is not FewRowsLinear for m in policy.model.modules())
+    policy.weight_first_decode = False  # the public switch: generation keeps nn.Linear's form
+    with policy._few_rows():
+        assert all(type(m) is not FewRowsLinear for m in policy.model.modules())
+    policy.weight_first_decode = True
+    with policy._few_rows():
+        assert any(type(m) is FewRowsLinear for m in policy.model.modules())
 
 
 def test_the_bench_measures_both_forms_and_refuses_an_unknown_one(monkeypatch):

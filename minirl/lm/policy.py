@@ -156,13 +156,24 @@ class CausalLMPolicy(nn.Module):
         share_prompt_cache: ``sample``, ``greedy`` and ``score`` run each prompt once and share its KV cache
             with the group's responses, and run the batch's common prefix once for all prompts (the same
             values and gradients as running every prompt + response, less compute).
+        weight_first_decode: on a CPU, ``sample`` and ``greedy`` compute generation's matrix products of 2 to
+            ``FEW_ROWS`` rows in the weight-first form (``minirl.lm.cpu_decode``; the same values, faster there);
+            False keeps ``nn.Linear``'s form (``minirl.bench.cpu_decode`` times both).
     """
 
     # a frozen copy doubles the model's memory and its forward pass is a large part of a step: the loop measures
     # the KL to the initial model only when asked (``minirl.protocols.Policy.cheap_reference``)
     cheap_reference = False
 
-    def __init__(self, model: nn.Module, tokenizer, max_new_tokens: int = 32, *, share_prompt_cache: bool = True):
+    def __init__(
+        self,
+        model: nn.Module,
+        tokenizer,
+        max_new_tokens: int = 32,
+        *,
+        share_prompt_cache: bool = True,
+        weight_first_decode: bool = True,
+    ):
         super().__init__()
         if not (isinstance(max_new_tokens, int) and max_new_tokens > 0):
             raise ValueError(f"max_new_tokens must be a positive int; got {max_new_tokens!r}")
@@ -176,6 +187,7 @@ class CausalLMPolicy(nn.Module):
         self.tokenizer = tokenizer
         self.max_new_tokens = max_new_tokens
         self.share_prompt_cache = share_prompt_cache
+        self.weight_first_decode = weight_first_decode
 
     # ---- small helpers -------------------------------------------------------------------------
 
@@ -199,8 +211,10 @@ class CausalLMPolicy(nn.Module):
         return contextlib.nullcontext()
 
     def _few_rows(self):
-        """On a CPU, generation's few-row matrix products in the weight-first form (``minirl.lm.cpu_decode``)."""
-        return few_row_products(self.model) if self.device.type == "cpu" else contextlib.nullcontext()
+        """On a CPU, generation's few-row matrix products in the weight-first form (``minirl.lm.cpu_decode``),
+        unless ``weight_first_decode`` is False."""
+        on = self.weight_first_decode and self.device.type == "cpu"
+        return few_row_products(self.model) if on else contextlib.nullcontext()
 
     def _fork_rng(self):
         devices = [self.device] if self.device.type == "cuda" else []
