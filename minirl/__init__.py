@@ -18,6 +18,7 @@ The public API, in the order the course meets it:
 
 from minirl.advantages import compute_deltas, compute_gae, discounted_returns, zero_variance_fraction
 from minirl.algorithms import ALGORITHMS, AlgoConfig, get_algorithm
+from minirl.evaluate import evaluate
 from minirl.history import History
 from minirl.losses import aggregate, bradley_terry_loss, compute_loss, dpo_loss, kl_estimate, policy_loss, sft_loss
 from minirl.pass_at_k import pass_at_k, sampled_pass_at_k
@@ -42,7 +43,8 @@ from minirl.toy import (
     token_entropy,
 )
 from minirl.toy.supervised import train_supervised
-from minirl.train import TrainConfig, evaluate, policy_update, rollout_log_probs, train
+from minirl.train import TrainConfig, train
+from minirl.update import policy_update, rollout_log_probs
 
 __version__ = "0.1.0"
 

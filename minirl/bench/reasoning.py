@@ -26,11 +26,11 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
+from minirl.evaluate import evaluate
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import ANSWER_TOKENS, THINKING_TOKENS, reasoning_recipe
 from minirl.pass_at_k import pass_at_k
 from minirl.results import Record
-from minirl.train import evaluate
 from toy_envs.reasoning import ReasoningTask
 
 __all__ = ["BASE_SETTINGS", "PROMPT_OPTIONS", "measure_base", "measure_prompts"]

@@ -127,9 +127,9 @@ def _minirl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
 def _trl_side(folder: str, s: dict[str, Any], seed: int) -> dict[str, float]:
     """TRL's ``GRPOTrainer`` from the weights in ``folder`` (in a fresh process)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from minirl.evaluate import evaluate, evaluation_generator
     from minirl.lm import CausalLMPolicy, load_policy
     from minirl.lm.trl_bridge import grpo_trainer, trl_history
-    from minirl.train import evaluate, evaluation_generator
 
     if s["threads"]:
         torch.set_num_threads(s["threads"])

@@ -17,10 +17,10 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
+from minirl.evaluate import evaluate, evaluation_generator
 from minirl.history import History
 from minirl.protocols import ToyTask
 from minirl.toy.model import TinyEncoderDecoder, make_model
-from minirl.train import evaluate, evaluation_generator
 from minirl.utils import check_positive_ints, torch_threads
 
 __all__ = ["train_supervised"]
