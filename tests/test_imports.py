@@ -83,3 +83,84 @@ def test_the_walk_sees_a_circle_and_imports_inside_functions():
     assert "minirl.hooks" in graph["minirl.train"]  # a top-level import
     assert "minirl.ladder" in graph["minirl.runs"]  # one inside a function (runs_figure)
     assert "minirl.runs" not in graph["minirl.train"] and "minirl.runs" not in graph["minirl.maze_rl"]
+
+
+# The layers, lowest first: a module may import modules of its own layer or of a lower one, never of a higher one.
+# The first pattern a module matches (an exact name, or a prefix ending in ".") gives its layer.
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    (
+        "foundations: no RL loop, no policy",
+        (
+            "toy_envs",
+            "toy_envs.",
+            "minirl.utils",
+            "minirl.history",
+            "minirl.protocols",
+            "minirl.losses",
+            "minirl.advantages",
+            "minirl.estimators",
+            "minirl.diagnostics",
+            "minirl.hooks",
+            "minirl.course",
+            "minirl.checks._core",
+        ),
+    ),
+    (
+        "policies and algorithms",
+        (
+            "minirl.algorithms",
+            "minirl.pass_at_k",
+            "minirl.plotting",
+            "minirl.preferences",
+            "minirl.toy.model",
+            "minirl.toy.sampling",
+            "minirl.toy.policy",
+            "minirl.toy",
+            "minirl.lm.cpu_decode",
+            "minirl.lm.policy",
+            "minirl.lm.models",
+        ),
+    ),
+    ("the loop's steps", ("minirl.evaluate", "minirl.update")),
+    ("the loops", ("minirl.train", "minirl.maze_rl")),
+    (
+        "what is built on the loops",
+        (
+            "minirl.toy.supervised",
+            "minirl.lm",
+            "minirl.lm.",
+            "minirl.ladder",
+            "minirl.compare",
+            "minirl.runs",
+            "minirl.results",
+            "minirl.results.",
+            "minirl.checks",
+            "minirl.checks.",
+        ),
+    ),
+    ("measurements", ("minirl.bench", "minirl.bench.", "minirl.report", "minirl.report.")),
+    ("the front doors", ("minirl.cli", "minirl.cli.", "minirl")),
+]
+
+
+def layer_of(module: str) -> int:
+    for i, (_, patterns) in enumerate(LAYERS):
+        if any(module == p or (p.endswith(".") and module.startswith(p)) for p in patterns):
+            return i
+    raise AssertionError(f"{module} is in no layer of tests/test_imports.py's LAYERS: give it one")
+
+
+def test_no_import_points_up_a_layer():
+    upward = [
+        f"{module} ({LAYERS[layer_of(module)][0]}) imports {dependency} ({LAYERS[layer_of(dependency)][0]})"
+        for module, dependencies in sorted(import_graph().items())
+        for dependency in sorted(dependencies)
+        if layer_of(dependency) > layer_of(module)
+    ]
+    assert not upward, "imports that point up a layer:\n" + "\n".join(upward)
+
+
+def test_the_layer_rule_catches_an_upward_import():
+    assert layer_of("minirl.train") > layer_of("minirl.update") > layer_of("minirl.toy.policy")
+    assert layer_of("minirl.lm.recipes") > layer_of("minirl.train") > layer_of("minirl.lm.policy")
+    assert layer_of("minirl.cli.kinds") == layer_of("minirl") == len(LAYERS) - 1

@@ -22,11 +22,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from minirl import TrainConfig, train, train_supervised
 from minirl.algorithms import ALGORITHMS
 from minirl.bench import finish, keep_run
 from minirl.history import History
 from minirl.results import Record
+from minirl.toy.supervised import train_supervised
+from minirl.train import TrainConfig, train
 from toy_envs.sorting import SortingTask
 
 __all__ = ["run_benchmark"]
