@@ -589,7 +589,7 @@ def test_cli_maze_train_out_eval_compare_resume_and_plot(tmp_path, capsys):
 
 
 def test_ctrl_c_before_the_first_step_says_nothing_can_be_resumed(tmp_path, monkeypatch, capsys):
-    import minirl.cli
+    import minirl.cli.train
 
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
@@ -601,7 +601,7 @@ def test_ctrl_c_before_the_first_step_says_nothing_can_be_resumed(tmp_path, monk
     err = capsys.readouterr().err
     assert f"interrupted before the first checkpoint: {out} holds no step to resume from" in err
     assert len(err.strip().splitlines()) == 1 and (out / "config.json").is_file()
-    monkeypatch.setattr(minirl.cli, "_kept_run", interrupted)  # Ctrl-C while a model loads or warm-starts
+    monkeypatch.setattr(minirl.cli.train, "kept_run", interrupted)  # Ctrl-C while a model loads or warm-starts
     assert main(["train", "--steps", "3", "--out", str(tmp_path / "other"), "--no-progress"]) == 130
     assert capsys.readouterr().err.strip() == "interrupted before training began: nothing was kept"
 

@@ -1,0 +1,7 @@
+"""``python -m minirl.cli ...`` is the ``minirl`` command."""
+
+import sys
+
+from minirl.cli import main
+
+sys.exit(main())
