@@ -168,7 +168,7 @@ def reasoning_levers() -> str:
                 r["prompt"],
                 r.get("warm_start", WARM_3),
                 r["seed"],
-                f"{k['prompts']} × {k['group']}",
+                f"{k['prompts']} × {k['group']}" + (f", T = {t:g}" if (t := k.get("temperature", 1)) != 1 else ""),
                 [(e["step"], e["greedy_exact"]) for e in r["evals"]],
                 r["final3"],
                 f"{sum(length[:5]) / 5:.0f} → {sum(length[-5:]) / 5:.0f}",
