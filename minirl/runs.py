@@ -399,7 +399,7 @@ POLICY_FILE = "model.json"  # names the class that saved the model and loads it 
 OLDER_POLICIES = {"toy": "minirl.toy.policy:ToyPolicy", "maze": "minirl.maze_rl:MazePolicy"}  # before POLICY_FILE
 
 
-def save_model(folder: Path, policy: torch.nn.Module) -> None:
+def save_model(folder: Path, policy: Any) -> None:
     """A language model (anything with ``save_pretrained``) as ``model/``; any other policy saves itself
     (``policy.save(folder)``: ``ToyPolicy``, ``MazePolicy``) and names its class in ``model.json``."""
     save_pretrained = getattr(policy, "save_pretrained", None)
