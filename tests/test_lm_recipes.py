@@ -337,7 +337,8 @@ def test_notebook_10s_full_record_was_measured_with_the_recipe_and_budgets():
 
 def test_the_lever_runs_used_the_recipes_knobs():
     """The exploration runs in RESULTS.md's levers table trained with the CPU recipe's warm start and GRPO knobs (only
-    the prompt, the seed and prompts × group varied), so the table speaks for the recipe."""
+    the prompt, the seed, the warm start's problems, prompts × group and GRPO's sampling temperature varied, each
+    named in its row), so the table speaks for the recipe."""
     cpu = reasoning_recipe("pretrained")
     runs = _reasoning_record("reasoning_levers")["runs"]
     assert len(runs) >= 3

@@ -101,6 +101,8 @@ def _headline_reasoning() -> Row | str:
         if r["prompt"] == "a worked 4-number example"
         and r.get("warm_start", WARM_3) == WARM_3
         and r["knobs"]["prompts"] == seed0["figures"]["recipe"]["prompts_per_step"]
+        and r["knobs"]["group"] == seed0["figures"]["recipe"]["group_size"]
+        and r["knobs"].get("temperature", 1) == 1  # the recipe samples at T = 1; a lever run at another is not it
         and r["seed"] != 0
     ]
     cells = [(0, seed0["figures"]["think4"], seed0["figures"]["rl4"])]

@@ -4,10 +4,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from minirl.report._format import _load, _seconds, missing, pct, provenance, table
+from minirl.report._format import _load, _seconds, missing, pct, pm, provenance, table
 
 
 def _base_sums() -> tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
@@ -142,6 +142,37 @@ def _lever_times(runs: list[dict[str, Any]]) -> list[str]:
     return ["", f"Wall times of the runs that had the 2 cores to themselves: {times}."]
 
 
+def _lever_of(prompt: str, warm: str, knobs: Mapping[str, Any]) -> tuple[str, str, str]:
+    """What a lever run changed, as the summary groups runs: its prompt, its warm start, prompts × group and T."""
+    t = knobs.get("temperature", 1)
+    return prompt, warm, f"{knobs['prompts']} × {knobs['group']}" + (f", T = {t:g}" if t != 1 else "")
+
+
+def _lever_summary(finals: dict[tuple[str, str, str], dict[int, float]]) -> list[str]:
+    """Per lever run on more than one seed: the final 4-number accuracy of each seed, and their mean and spread
+    (``minirl.bench.spread``: the standard deviation with n − 1)."""
+    from minirl.bench import spread
+
+    rows = []
+    for (prompt, warm, batch), by_seed in finals.items():
+        if len(by_seed) < 2:
+            continue
+        s = spread(list(by_seed.values()))
+        seeds = ", ".join(f"seed {seed}: {pct(acc, 0)}" for seed, acc in sorted(by_seed.items()))
+        rows.append([prompt, warm, batch, seeds, pm(s, 0), f"{pct(s['min'], 0)}–{pct(s['max'], 0)}"])
+    if not rows:
+        return []
+    return [
+        "The same settings over the seeds run: final held-out greedy accuracy on 4-number sums (mean ± std over "
+        "seeds, n − 1):",
+        "",
+        table(
+            ["the 4-number prompt shows", "warm start on", "prompts × group", "each seed", "mean ± std", "range"], rows
+        ),
+        "",
+    ]
+
+
 def reasoning_levers() -> str:
     """The runs that explored the CPU reasoning recipe's levers (``results/reasoning_levers.json``) and notebook
     10's own GRPO run at seed 0 (``results/reasoning_seed0.json``): per run, what the 4-number prompt shows, the
@@ -160,15 +191,18 @@ def reasoning_levers() -> str:
         ),
     )
     rows = []
+    finals: dict[tuple[str, str, str], dict[int, float]] = {}
     for r in runs:
         k = r["knobs"]
         length = r["response_length"]
+        lever = _lever_of(r["prompt"], r.get("warm_start", WARM_3), k)
+        finals.setdefault(lever, {})[r["seed"]] = r["evals"][-1]["greedy_exact"]
         rows.append(
             _lever_row(
                 r["prompt"],
                 r.get("warm_start", WARM_3),
                 r["seed"],
-                f"{k['prompts']} × {k['group']}" + (f", T = {t:g}" if (t := k.get("temperature", 1)) != 1 else ""),
+                lever[2],
                 [(e["step"], e["greedy_exact"]) for e in r["evals"]],
                 r["final3"],
                 f"{sum(length[:5]) / 5:.0f} → {sum(length[-5:]) / 5:.0f}",
@@ -179,6 +213,9 @@ def reasoning_levers() -> str:
     if seed0 is not None:
         f = seed0["figures"]
         r = f["recipe"]
+        batch = {"prompts": r["prompts_per_step"], "group": r["group_size"]}
+        lever = _lever_of("a worked 4-number example", WARM_3, batch)
+        finals.setdefault(lever, {})[0] = f["rl_trajectory"][-1][1]
         rows.insert(
             0,
             _lever_row(
@@ -206,6 +243,7 @@ def reasoning_levers() -> str:
             provenance(seed0) + (f" {seed0['notes']}" if seed0.get("notes") else ""),
         ]
     k = runs[0]["knobs"]
+    summary = _lever_summary(finals)
     return "\n".join(
         [
             f"The recipe over seeds (warm start {k['sft_steps']} steps of {k['sft_prompts']} worked sums at "
@@ -227,6 +265,7 @@ def reasoning_levers() -> str:
                 rows,
             ),
             "",
+            *summary,
             f"{provenance(data)} {data['notes']} {data['load']['note'].capitalize()}.",
             *_lever_times(runs),
             *passes,
