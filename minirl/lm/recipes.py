@@ -145,6 +145,8 @@ class LMRecipe:
             harder held-out set.
         sft_prompts_per_step: demonstrations per warm-start step (None: ``prompts_per_step``).
         lr_schedule: GRPO's learning-rate schedule, ``"cosine"`` (decays to 0 at ``steps``) or ``"constant"``.
+        temperature: the temperature GRPO samples its groups at (the loss scores the same tempered policy;
+            evaluations stay greedy and pass@k samples at 1).
     """
 
     learning_rate: float
@@ -164,6 +166,7 @@ class LMRecipe:
     unseen_answers: int
     sft_prompts_per_step: int | None = None
     lr_schedule: str = "cosine"
+    temperature: float = 1.0
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -182,7 +185,7 @@ class LMRecipe:
         for name in ("threads", "trainable_layers", "sft_prompts_per_step"):
             if getattr(self, name) is not None:
                 check_positive_ints(**{name: getattr(self, name)})
-        for name in ("learning_rate", "sft_learning_rate"):
+        for name in ("learning_rate", "sft_learning_rate", "temperature"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be > 0; got {getattr(self, name)!r}")
         if not self.kl_coef >= 0:
@@ -276,6 +279,7 @@ class LMRecipe:
             group_size=self.group_size,
             learning_rate=self.learning_rate,
             lr_schedule=self.lr_schedule,
+            temperature=self.temperature,
             eval_every=self.eval_every,
             eval_prompts=self.eval_prompts,
             eval_sampled=False,
@@ -374,6 +378,7 @@ ANSWER_TOKENS = 8
 REASONING_CHANGES: dict[str, Any] = {
     "learning_rate": 3e-5,  # a third of the sorting recipe's start, constant (RESULTS.md, "Reasoning": the levers)
     "lr_schedule": "constant",
+    "temperature": 1.3,  # GRPO samples its groups hotter (RESULTS.md, "Reasoning": the levers)
     "steps": 40,
     "prompts_per_step": 4,
     "group_size": 8,
