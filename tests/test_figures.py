@@ -112,6 +112,19 @@ def test_headline_reads_the_reasoning_benchmark_once_it_is_measured(monkeypatch)
     assert "`results/bench_reasoning.json`, commit aaaaaaa, 2026-12-01" in row
 
 
+def test_newly_solved_counts_the_problems_no_warm_start_sample_got_right():
+    """The line under the pass@k tables: of the problems with 0 right samples before GRPO, those with any after."""
+    from minirl.report.reasoning_bench import _newly_solved
+
+    runs = [
+        {"seed": 0, "thinking": {"pass": {"before": [0, 3, 0, 0], "after": [5, 9, 0, 1]}}},
+        {"seed": 1, "thinking": {"pass": {"before": [2, 2], "after": [0, 4]}}},
+        {"seed": 2, "warm": {}},  # a seed without the thinking arm is left out
+    ]
+    assert _newly_solved(runs).endswith("seed 0: 2 of 3; seed 1: 0 of 0.")
+    assert _newly_solved(runs[2:]) == ""
+
+
 # figures outside the generated blocks that are facts of the design or of a file, not measurements
 README_FACTS = {
     "93 MB",  # the size of the shipped GGUF file (a fact of the wheel)

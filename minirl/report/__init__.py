@@ -24,8 +24,8 @@ The renderers, one module per area (each reads its records with ``minirl.report.
 - ``minirl.report.notebooks``: each notebook's time in fast and full mode (``notebooks``);
 - ``minirl.report.reasoning``: notebook 10's run at seed 0 and its exploration (``reasoning``,
   ``reasoning_prompts``, ``reasoning_levers``);
-- ``minirl.report.reasoning_bench``: the reasoning benchmarks over seeds (``reasoning_seeds``, ``reasoning_gpu``,
-  ``reasoning_families``);
+- ``minirl.report.reasoning_bench``: the reasoning benchmarks over seeds (``reasoning_seeds``,
+  ``reasoning_gpu_recipe``, ``reasoning_gpu``, ``reasoning_families``);
 - ``minirl.report.headline``: README's headline table (``headline``).
 """
 
@@ -64,6 +64,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "reasoning_seeds": reasoning_bench.reasoning_seeds,
     "reasoning_levers": reasoning.reasoning_levers,
     "reasoning_families": reasoning_bench.reasoning_families,
+    "reasoning_gpu_recipe": reasoning_bench.reasoning_gpu_recipe,
     "reasoning_gpu": reasoning_bench.reasoning_gpu,
     "headline": headline.headline,
 }

@@ -102,13 +102,30 @@ def _headline_reasoning() -> Row | str:
         and r.get("warm_start", WARM_3) == WARM_3
         and r["knobs"]["prompts"] == seed0["figures"]["recipe"]["prompts_per_step"]
         and r["knobs"]["group"] == seed0["figures"]["recipe"]["group_size"]
-        and r["knobs"].get("temperature", 1) == 1  # the recipe samples at T = 1; a lever run at another is not it
+        # a lever run sampling at another temperature than the recipe's is not the recipe
+        and r["knobs"].get("temperature", 1.0) == seed0["figures"]["recipe"].get("temperature", 1.0)
         and r["seed"] != 0
     ]
     cells = [(0, seed0["figures"]["think4"], seed0["figures"]["rl4"])]
     cells += [(r["seed"], r["evals"][0]["greedy_exact"], r["evals"][-1]["greedy_exact"]) for r in same]
     seeds = "; ".join(f"seed {s}: {pct(a, 0)} → {pct(b, 0)}" for s, a, b in sorted(cells))
     return what, seeds + how, [seed0, levers], link
+
+
+def _headline_reasoning_gpu() -> Row | str:
+    """The GPU reasoning recipe over seeds (``scripts/gpu_check.sh reasoning``): warm start → thinking GRPO."""
+    data = _load("bench_reasoning_gpu")
+    if data is None or "summary" not in data["figures"]:
+        return "bash scripts/gpu_check.sh reasoning"
+    summary, runs = data["figures"]["summary"], data["figures"]["runs"]
+    minutes = summary["warm_plus_grpo_minutes"]
+    return (
+        f"The same on a GPU: 4-number sums (the GPU reasoning recipe, {len(runs)} seeds)",
+        f"held-out greedy accuracy {pm(summary['warm_sum4'])} after the warm start → {pm(summary['thinking_sum4'])} "
+        f"after GRPO, {_seconds(60 * minutes['mean'])} of warm start and GRPO",
+        [data],
+        "[Reasoning](RESULTS.md#reasoning-thinking-tokens-on-smollm2-notebook-10)",
+    )
 
 
 def _headline_trl() -> Row | str:
@@ -140,6 +157,7 @@ def headline() -> str:
             "bench_lm_gpu", "pretrained-cuda", "the GPU recipe", "[SmolLM2 on a GPU](RESULTS.md#smollm2-on-a-gpu)"
         ),
         _headline_reasoning,
+        _headline_reasoning_gpu,
         _headline_trl,
     ):
         row = make()

@@ -102,6 +102,27 @@ def _pass_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
     return [f"k = {k}" for k in ks], rows
 
 
+def _newly_solved(runs: list[dict[str, Any]]) -> str:
+    """Per seed: of the pass@k problems that none of the warm start's samples got right, how many at least one
+    sample after thinking GRPO got right (the solved set growing, not only concentrating)."""
+    from minirl.bench.reasoning_rl import nested
+
+    cells = []
+    for r in runs:
+        before, after = nested(r, ("thinking", "pass", "before")), nested(r, ("thinking", "pass", "after"))
+        if before is None or after is None:
+            continue
+        never = [i for i, c in enumerate(before) if c == 0]
+        cells.append(f"seed {r['seed']}: {sum(after[i] > 0 for i in never)} of {len(never)}")
+    if not cells:
+        return ""
+    return (
+        "Of the problems none of the warm start's samples got right, at least one sample after GRPO got right: "
+        + "; ".join(cells)
+        + "."
+    )
+
+
 def reasoning_seeds() -> str:
     """Notebook 10's arms over seeds (``minirl.bench.reasoning_rl``, one command): each arm's held-out accuracy per
     seed with its steps, mean ± std and min–max; pass@k before and after GRPO; stage times; the targets."""
@@ -142,12 +163,79 @@ def reasoning_seeds() -> str:
             "",
             table(["", *pass_header], pass_rows),
             "",
+            _newly_solved(runs),
+            "",
             f"Wall time, warm start + thinking GRPO: {times}. "
             f"Targets over these seeds: {_reasoning_verdicts(summary)}.",
             "",
             provenance(data),
         ]
     )
+
+
+GPU_RECIPE = ("bench_reasoning_gpu", "bench_reasoning_gpu_fix")
+"""The GPU reasoning recipe's records: thinking GRPO over seeds, and the fixed verifier's run (``gpu_check.sh``)."""
+
+
+def reasoning_gpu_recipe() -> str:
+    """The GPU reasoning recipe (``reasoning_recipe("pretrained-cuda")``) over seeds: the warm start and thinking
+    GRPO on held-out 4-number sums per seed, mean ± std (min–max), pass@k before and after, wall times, the targets;
+    then the fixed verifier's run where ``bench_reasoning_gpu_fix`` measured it."""
+    from minirl.bench.reasoning_rl import nested
+
+    data = _load(GPU_RECIPE[0])
+    if data is None or "budgets" not in data["figures"]:
+        return missing(GPU_RECIPE[0], "bash scripts/gpu_check.sh reasoning (on a GPU)")
+    f = data["figures"]
+    runs, summary, recipe = f["runs"], f["summary"], f["recipes"]["think"]
+    pass_header, pass_rows = _pass_rows(summary)
+    times = ", ".join(
+        f"seed {r['seed']} {_seconds(nested(r, ('warm', 'seconds')))} + "
+        f"{_seconds(nested(r, ('thinking', 'run', 'train_seconds')))}"
+        for r in runs
+    )
+    lines = [
+        f'The GPU reasoning recipe (`reasoning_recipe("pretrained-cuda")`) on one '
+        f"{data['machine'].get('gpu', 'GPU')}, seeds {', '.join(str(r['seed']) for r in runs)}, one command: a warm "
+        f"start of {recipe['sft_steps']} steps of {recipe['sft_prompts_per_step']} worked 3-number sums, then GRPO "
+        f"on 4-number sums for {recipe['steps']} steps of {recipe['prompts_per_step']} prompts × "
+        f"{recipe['group_size']} replies sampled at T = {recipe['temperature']:g}, a constant learning rate "
+        f"{recipe['learning_rate']:g}, the top {recipe['trainable_layers']} blocks training, KL β = "
+        f"{recipe['kl_coef']:g} to the warm start. Held-out greedy accuracy on {recipe['eval_prompts']} "
+        "4-number sums; in brackets the steps of each stage:",
+        "",
+        table(
+            ["4-number sums", *(f"seed {r['seed']}" for r in runs), "mean ± std (min–max), points"],
+            _arm_rows(runs, REASONING_ARMS[:2]),
+        ),
+        "",
+        f"pass@k on the first {f['budgets']['pass_prompts']} held-out 4-number sums, {f['budgets']['pass_samples']} "
+        "samples each at T = 1, mean ± std over seeds:",
+        "",
+        table(["", *pass_header], pass_rows),
+        "",
+        _newly_solved(runs),
+        "",
+        f"Wall time, warm start + thinking GRPO: {times}. Targets over these seeds: {_reasoning_verdicts(summary)}.",
+        "",
+        provenance(data),
+    ]
+    fix = _load(GPU_RECIPE[1])
+    if fix is not None:
+        fixed = [r for r in fix["figures"]["runs"] if "fix" in r]
+        cells = "; ".join(
+            f"seed {r['seed']}: warm start {pct(r['warm']['sum4'], 0)} → {pct(r['fix']['sum4'], 0)} strict "
+            f"({r['fix']['run']['steps']} steps, {_seconds(r['fix']['run']['train_seconds'])})"
+            for r in fixed
+        )
+        lines += [
+            "",
+            f"The reward-hacking lab's fixed verifier (`{fixed[0]['fix']['reward']}`) on the same recipe, from the "
+            f"same warm start: {cells}. The hacked arm was not measured with this recipe on a GPU.",
+            "",
+            provenance(fix),
+        ]
+    return "\n".join(lines)
 
 
 REASONING_GPU = ("bench_reasoning_gpu_seed0", "bench_reasoning_gpu_seeds12")
