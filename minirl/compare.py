@@ -26,18 +26,13 @@ __all__ = ["refuse_taken", "run_all", "run_folders", "run_one_config"]
 
 
 def run_one_config(config, folder: str | None = None, save_every: int = 0) -> History:
-    """Train one run: a ``TrainConfig`` (``train``) or a ``MazeTrainConfig`` (``train_maze``); its History.
-    ``folder``: a run folder ``run_folders`` made, which the run fills (metrics, evaluations, model, curves),
-    checkpointing every ``save_every`` steps (0: only on Ctrl-C)."""
+    """Train one run (a ``TrainConfig`` or a ``MazeTrainConfig``: each trains itself, ``config.run_training``);
+    its History. ``folder``: a run folder ``run_folders`` made, which the run fills (metrics, evaluations, model,
+    curves), checkpointing every ``save_every`` steps (0: only on Ctrl-C)."""
     from minirl.hooks import RunHooks
-    from minirl.maze_rl import MazeTrainConfig, train_maze
     from minirl.runs import RunFolder
-    from minirl.train import train
 
-    run = RunFolder(folder, save_every) if folder is not None else RunHooks()
-    if isinstance(config, MazeTrainConfig):
-        return train_maze(config, run=run)[2]
-    return train(config, run=run)[1]
+    return config.run_training(RunFolder(folder, save_every) if folder is not None else RunHooks())
 
 
 def _one_thread_run(config, folder: str | None = None, save_every: int = 0) -> History:

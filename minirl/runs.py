@@ -27,7 +27,6 @@ does nothing (``minirl.hooks``).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib
 import json
 import os
@@ -43,10 +42,12 @@ import torch
 
 from minirl.history import History
 from minirl.hooks import RunHooks, TrainState
+from minirl.maze_rl import MAZE_CLASS
 from minirl.utils import RunError, atomic_write, load_torch, write_json
 
 if TYPE_CHECKING:
-    from minirl.maze_rl import MazePolicy, MazeTrainConfig
+    from minirl.maze_policy import MazePolicy
+    from minirl.maze_rl import MazeTrainConfig
     from minirl.protocols import Policy
     from minirl.train import TrainConfig
 
@@ -55,7 +56,6 @@ __all__ = [
     "RunFolder",
     "build_task",
     "describe_config",
-    "describe_task",
     "environment",
     "find_runs",
     "load_run_policy",
@@ -66,7 +66,6 @@ __all__ = [
 CHECKPOINT = "checkpoint"
 TIMING_METRICS = ("gen_seconds", "update_seconds", "tokens_per_second", "wall_time")
 UNCOMPARED = ("progress", "command", "figure")  # config.json entries a resumed run may change
-MAZE_CLASS = "toy_envs.maze:Maze"  # a maze run's task in config.json
 
 
 # ---- writing files atomically -----------------------------------------------------------------------------------
@@ -79,47 +78,16 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
 # ---- what a run is: its configuration and its machine -----------------------------------------------------------
 
 
-def describe_task(task: Any) -> dict[str, Any]:
-    """``{"class": "module:Name", "args": {field: value}}``: a dataclass task's constructor arguments."""
-    if not dataclasses.is_dataclass(task):
-        raise RunError(f"task {type(task).__name__} is not a dataclass: a run folder cannot record its arguments")
-    args = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.init}
-    return {"class": f"{type(task).__module__}:{type(task).__qualname__}", "args": _plain(args)}
-
-
 def build_task(description: dict[str, Any]) -> Any:
-    """The task ``describe_task`` described."""
+    """The task ``minirl.utils.describe_task`` described."""
     module, _, name = description["class"].partition(":")
     return getattr(importlib.import_module(module), name)(**description["args"])
 
 
-def _plain(value: Any) -> Any:
-    """JSON-ready: tuples as lists, a callable as its name."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if callable(value):
-        return f"<callable {getattr(value, '__qualname__', repr(value))}>"
-    return value
-
-
 def describe_config(config: TrainConfig | MazeTrainConfig) -> dict[str, Any]:
-    """Every knob of ``config``: the TrainConfig fields, the preset's name and the algorithm's fields, the task.
-    A maze run (``MazeTrainConfig``): its fields, its method as the preset, the maze as the task."""
-    from minirl.maze_rl import MazeTrainConfig
-
-    if isinstance(config, MazeTrainConfig):
-        knobs = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
-        maze = {"layout": None if config.layout is None else list(config.layout), "max_steps": config.max_steps}
-        return {**_plain(knobs), "preset": config.method, "task": {"class": MAZE_CLASS, "args": maze}}
-    knobs = {f.name: getattr(config, f.name) for f in dataclasses.fields(config) if f.name not in ("task", "algo")}
-    return {
-        **_plain(knobs),
-        "preset": config.algo.name,
-        "algo": _plain(dataclasses.asdict(config.algo)),
-        "task": describe_task(config.task),
-    }
+    """Every knob of ``config``, as ``config.json`` keeps it: each kind of config describes itself
+    (``TrainConfig.describe``, ``MazeTrainConfig.describe``)."""
+    return config.describe()
 
 
 def environment() -> dict[str, Any]:
@@ -396,7 +364,7 @@ def _lookup(tree: dict, dotted: str) -> Any:
 
 
 POLICY_FILE = "model.json"  # names the class that saved the model and loads it back (toy and maze policies)
-OLDER_POLICIES = {"toy": "minirl.toy.policy:ToyPolicy", "maze": "minirl.maze_rl:MazePolicy"}  # before POLICY_FILE
+OLDER_POLICIES = {"toy": "minirl.toy.policy:ToyPolicy", "maze": "minirl.maze_policy:MazePolicy"}  # before POLICY_FILE
 
 
 def save_model(folder: Path, policy: Any) -> None:

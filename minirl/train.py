@@ -30,7 +30,7 @@ import copy
 import math
 import re
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, TypeVar, overload
 
 import torch
@@ -54,7 +54,14 @@ from minirl.protocols import (
 from minirl.toy.model import TinyEncoderDecoder, make_model
 from minirl.toy.policy import as_policy
 from minirl.update import policy_update, rollout_log_probs
-from minirl.utils import check_nonnegative_ints, check_positive_ints, device_generator, torch_threads
+from minirl.utils import (
+    check_nonnegative_ints,
+    check_positive_ints,
+    describe_task,
+    device_generator,
+    plain_json,
+    torch_threads,
+)
 from toy_envs.sorting import SortingTask
 
 __all__ = [
@@ -179,6 +186,21 @@ class TrainConfig:
         require(self.task, Task, "task")
         if self.algo.advantage_level == "token":
             require(self.task, ProcessRewardTask, "task", hint=f"algorithm {self.algo.name!r} rewards each position")
+
+    def describe(self) -> dict[str, Any]:
+        """Every knob, as a run folder's ``config.json`` keeps it: the fields, the preset's name and the
+        algorithm's fields, the task (``describe_task``)."""
+        knobs = {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("task", "algo")}
+        return {
+            **plain_json(knobs),
+            "preset": self.algo.name,
+            "algo": plain_json(asdict(self.algo)),
+            "task": describe_task(self.task),
+        }
+
+    def run_training(self, run: RunHooks | None = None) -> History:
+        """Train this run (``train``) and return its History: ``minirl compare`` trains any config so."""
+        return train(self, run=run)[1]
 
 
 def response_mask(task: Task, responses: torch.Tensor) -> torch.Tensor | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import resource
@@ -18,6 +19,8 @@ __all__ = [
     "atomic_write",
     "check_nonnegative_ints",
     "check_positive_ints",
+    "describe_task",
+    "plain_json",
     "RunError",
     "device_generator",
     "load_torch",
@@ -95,6 +98,26 @@ def peak_memory_gb(device: str | torch.device = "cpu") -> float:
     if torch.device(device).type == "cuda":
         return torch.cuda.max_memory_allocated(device) / 2**30
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+
+
+def plain_json(value: Any) -> Any:
+    """JSON-ready: tuples as lists, a callable as its name."""
+    if isinstance(value, dict):
+        return {k: plain_json(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain_json(v) for v in value]
+    if callable(value):
+        return f"<callable {getattr(value, '__qualname__', repr(value))}>"
+    return value
+
+
+def describe_task(task: Any) -> dict[str, Any]:
+    """``{"class": "module:Name", "args": {field: value}}``: a dataclass task's constructor arguments (a run
+    folder's ``config.json`` keeps them; ``minirl.runs.build_task`` builds the task back)."""
+    if not dataclasses.is_dataclass(task):
+        raise RunError(f"task {type(task).__name__} is not a dataclass: a run folder cannot record its arguments")
+    args = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.init}
+    return {"class": f"{type(task).__module__}:{type(task).__qualname__}", "args": plain_json(args)}
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -119,6 +119,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "minirl.lm.cpu_decode",
             "minirl.lm.policy",
             "minirl.lm.models",
+            "minirl.maze_policy",
         ),
     ),
     ("the loop's steps", ("minirl.evaluate", "minirl.update")),

@@ -12,16 +12,12 @@ import numpy as np
 import pytest
 import torch
 
+from minirl.maze_policy import MazePolicy, ValueModel, exact_return, greedy_success, rollout
 from minirl.maze_rl import (
     MAZE_ALGORITHMS,
-    MazePolicy,
     MazeTrainConfig,
-    ValueModel,
-    exact_return,
-    greedy_success,
     leave_one_out_baseline,
     maze_advantages,
-    rollout,
     surrogate_loss,
     train_maze,
     value_loss,

@@ -534,7 +534,8 @@ def maze_config(method: str, **changes):
 
 @pytest.mark.parametrize("method", ["ppo", "reinforce_baseline"])
 def test_maze_resume_after_interrupt_equals_an_uninterrupted_run(tmp_path, method):
-    from minirl.maze_rl import exact_return, train_maze
+    from minirl.maze_policy import exact_return
+    from minirl.maze_rl import train_maze
 
     config = maze_config(method, progress=False)
     full_policy, _, full = train_maze(config)

@@ -27,8 +27,8 @@ from minirl.cli.flags import (
 )
 from minirl.cli.text import TEXT_TASKS, add_text_flags, build_text_run, model_name, text_command, text_summary
 from minirl.history import History
-from minirl.maze_rl import MAZE_ALGORITHMS, MazePolicy, MazeTrainConfig
-from minirl.runs import MAZE_CLASS
+from minirl.maze_policy import MazePolicy
+from minirl.maze_rl import MAZE_ALGORITHMS, MAZE_CLASS, MazeTrainConfig
 from minirl.train import TrainConfig
 from toy_envs.reasoning import ReasoningTask
 from toy_envs.sorting import REWARDS, SortingTask
@@ -72,7 +72,7 @@ class RunKind:
 
 
 def _class_name(cls: type) -> str:
-    """A task class as a run folder's config.json names it (``minirl.runs.describe_task``)."""
+    """A task class as a run folder's config.json names it (``minirl.utils.describe_task``)."""
     return f"{cls.__module__}:{cls.__qualname__}"
 
 
@@ -198,7 +198,7 @@ def _maze_summary(args: argparse.Namespace | None, label: str, history: History)
 
 def _evaluate_maze(args: argparse.Namespace, run, config: dict) -> int:
     """A maze run: the exact expected return (dynamic programming), the greedy route and whether it arrives."""
-    from minirl.maze_rl import exact_return, greedy_route
+    from minirl.maze_policy import exact_return, greedy_route
     from minirl.runs import load_run_policy
 
     policy = load_run_policy(args.run)
