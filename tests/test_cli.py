@@ -108,6 +108,7 @@ def test_unknown_algorithm_is_a_clear_error():
         main(["compare", "--task", "maze", "--algos", "grpo", "--no-progress"])
 
 
+@pytest.mark.slow  # over ~5 s on 2 cores (pyproject.toml's marker): out of the fast loop
 def test_bench_quick_runs(capsys, monkeypatch):
     import minirl.bench.toy as bench
 
@@ -140,6 +141,7 @@ def test_a_bad_value_is_one_line_and_exit_2(argv, words, capsys, monkeypatch):
         main(argv)
 
 
+@pytest.mark.slow  # over ~5 s on 2 cores (pyproject.toml's marker): out of the fast loop
 def test_ladder_prints_what_each_knob_bought_and_saves_the_figure(tmp_path, capsys):
     png = tmp_path / "ladder.png"
     assert main(["ladder", "--seeds", "1", "--steps", "20", "--workers", "2", "--no-progress", "--plot", str(png)]) == 0
@@ -158,6 +160,7 @@ def test_ladder_prints_what_each_knob_bought_and_saves_the_figure(tmp_path, caps
     assert png.stat().st_size > 50_000
 
 
+@pytest.mark.slow  # over ~5 s on 2 cores (pyproject.toml's marker): out of the fast loop
 def test_workers_do_not_change_the_runs():
     from minirl.compare import run_all
     from minirl.ladder import ladder_configs
@@ -238,6 +241,7 @@ def test_a_flag_of_another_task_is_an_error():
         main(["train", "--task", "maze", "--algo", "ppo", "--group-size", "2", "--no-progress"])
 
 
+@pytest.mark.slow  # over ~5 s on 2 cores (pyproject.toml's marker): out of the fast loop
 def test_train_a_reasoning_task_with_a_scratchpad_and_evaluate_it(tmp_path, capsys):
     import json
 

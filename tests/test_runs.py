@@ -499,6 +499,7 @@ def test_an_interrupted_compare_run_resumes_with_minirl_train(tmp_path, monkeypa
     assert (cut / "model.pt").is_file()
 
 
+@pytest.mark.slow  # over ~5 s on 2 cores (pyproject.toml's marker): out of the fast loop
 def test_an_interrupted_ladder_rung_resumes_with_minirl_train(tmp_path, monkeypatch):
     import minirl.runs
     from minirl.ladder import ladder_configs
@@ -634,6 +635,7 @@ def test_tensorboard_after_resume_holds_each_step_once(tmp_path):
     assert [e.value for e in rewards] == pytest.approx(list(full["reward"]), rel=1e-6)  # stored as float32
 
 
+@pytest.mark.slow  # over ~5 s on 2 cores (pyproject.toml's marker): out of the fast loop
 def test_an_interrupted_text_compare_run_resumes_with_minirl_train(tmp_path, monkeypatch, capsys):
     import minirl.runs
 
