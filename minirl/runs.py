@@ -42,7 +42,6 @@ import torch
 
 from minirl.history import History
 from minirl.hooks import RunHooks, TrainState
-from minirl.maze_rl import MAZE_CLASS
 from minirl.utils import RunError, atomic_write, load_torch, write_json
 
 if TYPE_CHECKING:
@@ -385,13 +384,14 @@ def save_model(folder: Path, policy: Any) -> None:
             hf_logging.enable_progress_bar()
 
 
-def _policy_class(run: RunFolder, config: dict[str, Any]) -> str:
+def _policy_class(run: RunFolder) -> str:
     """``"module:Class"`` of the policy kept in ``run``: as its ``model.json`` names it, or for a run kept
     before policies named themselves, from what the folder holds."""
     spec = json.loads((run.path / POLICY_FILE).read_text()) if (run.path / POLICY_FILE).is_file() else {}
     if "policy" in spec:
         return spec["policy"]
-    return OLDER_POLICIES["maze" if config["task"]["class"] == MAZE_CLASS else "toy"]
+    # older folders: the toy policy wrote model.json (its model's class and arguments), the maze's table did not
+    return OLDER_POLICIES["toy" if spec else "maze"]
 
 
 def load_run_policy(path: str | os.PathLike, device: str | torch.device | None = None) -> Policy | MazePolicy:
@@ -408,7 +408,7 @@ def load_run_policy(path: str | os.PathLike, device: str | torch.device | None =
             f"run folder {run.path} holds no trained model (no model/ and no model.pt): the run did not finish; "
             f"continue it with: minirl train --resume {run.path}"
         )
-    module, _, name = _policy_class(run, config).partition(":")
+    module, _, name = _policy_class(run).partition(":")
     return getattr(importlib.import_module(module), name).load(run.path, build_task(config["task"]), device=device)
 
 
@@ -481,5 +481,6 @@ def runs_figure(runs: dict[str, list[History]], config: dict[str, Any]):
         return plot_ladder(runs)
     from minirl.plotting import training_figure
 
-    task = config["task"]["class"]
-    return training_figure(runs, task.rpartition(":")[2], text="model" in config, maze=task == MAZE_CLASS)
+    # the panels follow what the runs measured: a maze run logs its exact expected return (dynamic programming)
+    maze = any("exact_return" in h.metrics for hs in runs.values() for h in hs)
+    return training_figure(runs, config["task"]["class"].rpartition(":")[2], text="model" in config, maze=maze)

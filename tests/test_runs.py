@@ -666,3 +666,27 @@ def test_an_interrupted_text_compare_run_resumes_with_minirl_train(tmp_path, mon
         and len(_kept_rows(cut, "metrics.jsonl")) == 4
     )
     assert _kept_rows(cut, "evals.jsonl") == _kept_rows(full, "evals.jsonl")
+
+
+def test_folders_kept_before_policies_named_themselves_still_load_and_plot(tmp_path):
+    """A run folder whose model.json does not name its policy (written before it did): the toy policy's folder has
+    a model.json, the maze table's has none; each loads as its own class, and each folder's figure follows what
+    its runs measured (the maze's exact expected return), not its task's name."""
+    from minirl.maze_policy import MazePolicy
+    from minirl.maze_rl import train_maze
+    from minirl.runs import load_runs, runs_figure
+    from minirl.toy.policy import ToyPolicy
+
+    config = toy_config()
+    train(config, run=RunFolder.create(tmp_path / "toy", config))
+    spec = json.loads((tmp_path / "toy" / "model.json").read_text())
+    (tmp_path / "toy" / "model.json").write_text(json.dumps({k: v for k, v in spec.items() if k != "policy"}))
+    maze = maze_config("reinforce", steps=2, progress=False)
+    train_maze(maze, run=RunFolder.create(tmp_path / "maze", maze))
+    (tmp_path / "maze" / "model.json").unlink()
+    assert isinstance(load_run_policy(tmp_path / "toy"), ToyPolicy)
+    assert isinstance(load_run_policy(tmp_path / "maze"), MazePolicy)
+    titles = {
+        name: [ax.get_title() for ax in runs_figure(*load_runs([tmp_path / name])).axes] for name in ("toy", "maze")
+    }
+    assert titles["maze"][1].endswith("exact return (DP)") and titles["toy"][1].endswith("greedy accuracy")
