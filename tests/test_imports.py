@@ -110,6 +110,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "minirl.algorithms",
             "minirl.pass_at_k",
+            "minirl.best_of_n",
+            "minirl.self_training",
             "minirl.plotting",
             "minirl.preferences",
             "minirl.toy.model",
