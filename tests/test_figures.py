@@ -250,3 +250,18 @@ def test_every_record_says_how_it_was_made(path):
     )
     if data["machine"].get("cores") is None:
         assert data.get("stale"), f"{path.name}: a record without its machine must say why (stale)"
+
+
+def test_the_seeds_block_renders_a_record_of_the_benchmark_s_own_shape(monkeypatch):
+    """``reasoning_seeds`` reads what ``minirl.bench.reasoning_rl`` writes (its recipes are keyed by form, "think"
+    and "answer"): rendered from the GPU record, which that benchmark wrote, until the CPU one is measured."""
+    from minirl.report import reasoning_bench
+
+    gpu = reasoning_bench._load("bench_reasoning_gpu")
+    monkeypatch.setattr(reasoning_bench, "_load", lambda name: gpu if name == "bench_reasoning" else None)
+    block = reasoning_bench.reasoning_seeds()
+    assert (
+        "| + thinking GRPO on 4-number sums | 91% (40 steps) | 92% (40 steps) | 96% (40 steps) | 93% ± 3 (91–96) |"
+        in (block)
+    )
+    assert "seed 0: 13 of 14; seed 1: 16 of 16; seed 2: 13 of 13" in block

@@ -123,10 +123,33 @@ def _newly_solved(runs: list[dict[str, Any]]) -> str:
     )
 
 
+def _thinking_over_seeds(runs: list[dict[str, Any]], summary: dict[str, Any], budgets: Mapping[str, Any]) -> list[str]:
+    """Under a table of ``reasoning_rl`` runs: pass@k before and after thinking GRPO (mean ± std over seeds), the
+    problems GRPO newly solved, each seed's warm start + GRPO wall time, and the targets."""
+    from minirl.bench.reasoning_rl import nested
+
+    pass_header, pass_rows = _pass_rows(summary)
+    times = ", ".join(
+        f"seed {r['seed']} {_seconds(nested(r, ('warm', 'seconds')))} + "
+        f"{_seconds(nested(r, ('thinking', 'run', 'train_seconds')))}"
+        for r in runs
+        if nested(r, ("thinking", "run", "train_seconds")) is not None
+    )
+    return [
+        f"pass@k on the first {budgets['pass_prompts']} held-out 4-number sums, {budgets['pass_samples']} samples "
+        "each at T = 1, mean ± std over seeds:",
+        "",
+        table(["", *pass_header], pass_rows),
+        "",
+        _newly_solved(runs),
+        "",
+        f"Wall time, warm start + thinking GRPO: {times}. Targets over these seeds: {_reasoning_verdicts(summary)}.",
+    ]
+
+
 def reasoning_seeds() -> str:
     """Notebook 10's arms over seeds (``minirl.bench.reasoning_rl``, one command): each arm's held-out accuracy per
     seed with its steps, mean ± std and min–max; pass@k before and after GRPO; stage times; the targets."""
-    from minirl.bench.reasoning_rl import nested
 
     data = _load("bench_reasoning")
     if data is None or "budgets" not in data["figures"]:
@@ -138,14 +161,7 @@ def reasoning_seeds() -> str:
     both = f"{pct(base['think_sum4'], 0)} with a scratchpad, {pct(base['answer_sum4'], 0)} answer only"
     rows = [["the base model (greedy: the same for every seed)", *([""] * len(runs)), both]]
     rows += _arm_rows(runs, [*REASONING_ARMS, *_verifier_arms(runs)])
-    pass_header, pass_rows = _pass_rows(summary)
-    times = ", ".join(
-        f"seed {r['seed']} {_seconds(nested(r, ('warm', 'seconds')))} + "
-        f"{_seconds(nested(r, ('thinking', 'run', 'train_seconds')))}"
-        for r in runs
-        if nested(r, ("thinking", "run", "train_seconds")) is not None
-    )
-    recipe = f["recipes"]["thinking"]
+    recipe = f["recipes"]["think"]  # reasoning_part keeps a recipe per form: "think" and "answer"
     return "\n".join(
         [
             f"Notebook 10's arms over seeds {', '.join(map(str, seeds))}, one command, every budget a number of steps "
@@ -158,15 +174,7 @@ def reasoning_seeds() -> str:
             "",
             table(["4-number sums", *(f"seed {s}" for s in seeds), "mean ± std (min–max), points"], rows),
             "",
-            f"pass@k on the first {budgets['pass_prompts']} held-out 4-number sums, {budgets['pass_samples']} samples "
-            "each at T = 1, mean ± std over seeds:",
-            "",
-            table(["", *pass_header], pass_rows),
-            "",
-            _newly_solved(runs),
-            "",
-            f"Wall time, warm start + thinking GRPO: {times}. "
-            f"Targets over these seeds: {_reasoning_verdicts(summary)}.",
+            *_thinking_over_seeds(runs, summary, budgets),
             "",
             provenance(data),
         ]
@@ -182,19 +190,11 @@ def reasoning_gpu_recipe() -> str:
     """The GPU reasoning recipe (``reasoning_recipe("pretrained-cuda")``) over seeds: the warm start and thinking
     GRPO on held-out 4-number sums per seed, mean ± std (min–max), pass@k before and after, wall times, the targets;
     then the fixed verifier's run where ``bench_reasoning_gpu_fix`` measured it."""
-    from minirl.bench.reasoning_rl import nested
-
     data = _load(GPU_RECIPE[0])
     if data is None or "budgets" not in data["figures"]:
         return missing(GPU_RECIPE[0], "bash scripts/gpu_check.sh reasoning (on a GPU)")
     f = data["figures"]
     runs, summary, recipe = f["runs"], f["summary"], f["recipes"]["think"]
-    pass_header, pass_rows = _pass_rows(summary)
-    times = ", ".join(
-        f"seed {r['seed']} {_seconds(nested(r, ('warm', 'seconds')))} + "
-        f"{_seconds(nested(r, ('thinking', 'run', 'train_seconds')))}"
-        for r in runs
-    )
     lines = [
         f'The GPU reasoning recipe (`reasoning_recipe("pretrained-cuda")`) on one '
         f"{data['machine'].get('gpu', 'GPU')}, seeds {', '.join(str(r['seed']) for r in runs)}, one command: a warm "
@@ -210,14 +210,7 @@ def reasoning_gpu_recipe() -> str:
             _arm_rows(runs, REASONING_ARMS[:2]),
         ),
         "",
-        f"pass@k on the first {f['budgets']['pass_prompts']} held-out 4-number sums, {f['budgets']['pass_samples']} "
-        "samples each at T = 1, mean ± std over seeds:",
-        "",
-        table(["", *pass_header], pass_rows),
-        "",
-        _newly_solved(runs),
-        "",
-        f"Wall time, warm start + thinking GRPO: {times}. Targets over these seeds: {_reasoning_verdicts(summary)}.",
+        *_thinking_over_seeds(runs, summary, f["budgets"]),
         "",
         provenance(data),
     ]
