@@ -205,11 +205,11 @@ def reasoning_levers() -> str:
         length = r["response_length"]
         lever = _lever_of(r["prompt"], r.get("warm_start", WARM_3), k)
         finals.setdefault(lever, {})[r["seed"]] = r["evals"][-1]["greedy_exact"]
-        if "notebook" in r["name"]:  # an earlier run of notebook 10 itself, kept with the exploration runs
+        if r.get("notebook"):  # an earlier run of notebook 10 itself, kept with the exploration runs
             notebook_seeds[lever] = r["seed"]
         rows.append(
             _lever_row(
-                r["prompt"] + (" (notebook 10)" if "notebook" in r["name"] else ""),
+                r["prompt"] + (" (notebook 10)" if r.get("notebook") else ""),
                 r.get("warm_start", WARM_3),
                 r["seed"],
                 lever[2],
