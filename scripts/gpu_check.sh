@@ -22,15 +22,22 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 
+failed=0
+parts=("$@")
+[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack)
+for part in "${parts[@]}"; do  # every part named before any runs
+  case "$part" in
+    sorting | reasoning | fix | hack) ;;
+    *) echo "unknown part $part (sorting, reasoning, fix, hack)" >&2; exit 2 ;;
+  esac
+done
+
 python - <<'PY'
 import torch
 assert torch.cuda.is_available(), "scripts/gpu_check.sh measures the GPU recipes: no CUDA device here"
 print("GPU:", torch.cuda.get_device_name(0), "torch", torch.__version__)
 PY
 
-failed=0
-parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack)
 for part in "${parts[@]}"; do
   echo "== $part ($(date -u +%T))"
   case "$part" in
@@ -38,7 +45,6 @@ for part in "${parts[@]}"; do
     reasoning) python -m minirl.bench.reasoning_rl --seeds 0 1 2 --arms thinking --save bench_reasoning_gpu || failed=1 ;;
     fix) python -m minirl.bench.reasoning_rl --seeds 0 --arms fix --save bench_reasoning_gpu_fix || failed=1 ;;
     hack) python -m minirl.bench.reasoning_rl --seeds 0 --arms hack --save bench_reasoning_gpu_hack || failed=1 ;;
-    *) echo "unknown part $part (sorting, reasoning, fix, hack)" >&2; exit 2 ;;
   esac
 done
 echo "== done ($(date -u +%T)); targets failed in some part: $failed"
