@@ -233,7 +233,7 @@ def _gpu_lab_lines() -> list[str]:
             continue
         cells = "; ".join(
             f"seed {r['seed']}: warm start {pct(r['warm']['sum4'], 0)} → {pct(r[arm]['sum4'], 0)} strict"
-            + ("" if arm == "fix" else f", proxy reward {pct(r[arm]['proxy'], 0)}")
+            + ("" if arm == "fix" else f", proxy reward {pct(r[arm]['proxy'], 0)}{_kinds_said(r[arm])}")
             + f" ({r[arm]['run']['steps']} steps, {_seconds(r[arm]['run']['train_seconds'])})"
             for r in data["figures"]["runs"]
             if arm in r
@@ -248,6 +248,13 @@ def _gpu_lab_lines() -> list[str]:
             provenance(data),
         ]
     return out
+
+
+def _kinds_said(arm: dict) -> str:
+    """The hacked run's greedy replies by kind (``TextTask.answer_kinds``), the kinds it measured, largest first:
+    what the policy learned instead of the answer."""
+    kinds = sorted(((v, k) for k, v in arm.get("kinds", {}).items() if v > 0), reverse=True)
+    return "; greedy replies: " + ", ".join(f"{k} {pct(v, 0)}" for v, k in kinds) if kinds else ""
 
 
 REASONING_GPU = ("bench_reasoning_gpu_seed0", "bench_reasoning_gpu_seeds12")
