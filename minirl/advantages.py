@@ -8,10 +8,17 @@ in Ψ ("delta"):
                                                                     (up to the 1/G leave-one-in term)
     normalized_rewards  Ψ_i = (r_i − mean_j r_j) / (std_j r_j + ε)  GRPO's group advantage
 
+Two more turn the same samples into the data of older recipes (notebook 11, ``minirl.self_training``):
+
+    accepted            Ψ_i = 1[r_i ≥ τ]                            rejection sampling / expert iteration:
+                                                                    the accepted replies, imitated
+    best_vs_worst       Ψ_w = +1, Ψ_l = −1, else 0                  online DPO's pair: the group's best
+                                                                    reply w and its worst l
+
 where i, j run over the ``trial`` axis: the group of responses to one prompt.
 For multi-step episodes (the maze) ``compute_gae`` builds Ψ_t from a learned value V(s).
 
-A group whose rewards are all equal has Δ = 0 for every response under the two group modes: it adds
+A group whose rewards are all equal has Δ = 0 for every response under the group modes: it adds
 nothing to the gradient. ``zero_variance_fraction`` measures how much of a batch is such dead weight.
 """
 
@@ -19,18 +26,35 @@ from __future__ import annotations
 
 import torch
 
-__all__ = ["DELTA_MODES", "compute_deltas", "compute_gae", "discounted_returns", "zero_variance_fraction"]
+from minirl.self_training import group_preference_pairs
 
-DELTA_MODES = ("rewards", "centered_rewards", "normalized_rewards")
+__all__ = [
+    "DELTA_MODES",
+    "GROUP_MODES",
+    "compute_deltas",
+    "compute_gae",
+    "discounted_returns",
+    "zero_variance_fraction",
+]
+
+DELTA_MODES = ("rewards", "centered_rewards", "normalized_rewards", "accepted", "best_vs_worst")
+GROUP_MODES = ("centered_rewards", "normalized_rewards", "best_vs_worst")
+"""The modes that compare the replies of a group with each other (a group needs two or more)."""
 
 
-def compute_deltas(rewards: torch.Tensor, mode: str = "centered_rewards", eps: float = 1e-6) -> torch.Tensor:
+def compute_deltas(
+    rewards: torch.Tensor, mode: str = "centered_rewards", eps: float = 1e-6, accept_reward: float = 1.0
+) -> torch.Tensor:
     """Turn a group of rewards into deltas: rewards[batch, trial] -> deltas[batch, trial].
 
     - ``"rewards"``:            Δ = r
     - ``"centered_rewards"``:   Δ = r − mean_trial(r)
     - ``"normalized_rewards"``: Δ = (r − mean_trial(r)) / (std_trial(r) + eps)
       (unbiased std over the group, as in GRPO).
+    - ``"accepted"``:           Δ = 1[r ≥ accept_reward] (rejection sampling: the replies a verifier accepts;
+      ``policy_update`` then imitates them and drops the others from the batch).
+    - ``"best_vs_worst"``:      Δ = +1 for the group's best reply, −1 for its worst, 0 for the rest
+      (``minirl.self_training.group_preference_pairs``: online DPO's pair).
 
     A group whose rewards are all equal gets deltas of exactly 0 under both group modes, never NaN and
     never float noise: in float32, r − mean(r) for eight rewards of 1.2 is ±1e-7, not 0, and dividing
@@ -46,11 +70,20 @@ def compute_deltas(rewards: torch.Tensor, mode: str = "centered_rewards", eps: f
         return rewards
     if mode not in DELTA_MODES:
         raise ValueError(f"mode must be one of {DELTA_MODES}; got {mode!r}")
+    if mode == "accepted":
+        return (rewards >= accept_reward).to(rewards.dtype)
     if rewards.shape[1] < 2:
         raise ValueError(
             f"mode {mode!r} needs a group of at least 2 responses per prompt to compare; "
             f"got rewards of shape {list(rewards.shape)} (trial = {rewards.shape[1]})"
         )
+    if mode == "best_vs_worst":
+        chosen, rejected, valid = group_preference_pairs(rewards)
+        deltas = torch.zeros_like(rewards)
+        rows = torch.arange(rewards.shape[0], device=rewards.device)[valid]
+        deltas[rows, chosen[valid]] = 1.0
+        deltas[rows, rejected[valid]] = -1.0
+        return deltas
     all_equal = (rewards == rewards[:, :1]).all(dim=1, keepdim=True)  # [batch, 1]
     centered = (rewards - rewards.mean(dim=1, keepdim=True)).masked_fill(all_equal, 0.0)
     if mode == "centered_rewards":

@@ -17,6 +17,13 @@ dr_grpo are variants of grpo, each listed with every knob it changes there.
     dr_grpo     grpo with no std division and constant (length-independent) aggregation (2 knobs)
     grpo_process  GRPO with one advantage per response position (a process reward)
 
+Learning from your own samples (notebook 11): the naive rung's one step per batch, with other deltas.
+
+    expert_iteration  Δ = 1[r ≥ τ]: imitate the accepted replies (the rejected leave the batch), the SFT mean
+                      over their tokens: rejection sampling, one round per step (2 knobs from naive)
+    online_dpo        dpo_loss on each group's best and worst reply, β = kl_coef, the reference refreshed
+                      every 5 steps, a round (4 knobs from naive)
+
 Every knob here is an argument of ``minirl.losses.policy_loss`` or of the training loop; the
 training loop itself has no per-algorithm branches beyond reading these fields. ``policy_loss_kwargs``
 spells out which knobs reach ``policy_loss``.
@@ -30,7 +37,9 @@ from minirl.advantages import DELTA_MODES
 from minirl.losses import AGGREGATIONS
 from minirl.utils import check_positive_ints
 
-__all__ = ["ALGORITHMS", "AlgoConfig", "AlgoField", "get_algorithm"]
+__all__ = ["ALGORITHMS", "OBJECTIVES", "AlgoConfig", "AlgoField", "get_algorithm"]
+
+OBJECTIVES = ("policy_gradient", "dpo")
 
 
 @dataclass(frozen=True)
@@ -55,6 +64,10 @@ class AlgoConfig:
             initial policy.
         entropy_coef: weight c of an entropy bonus, L ← L − c · mean_pos H(π_θ(· | x)), which
             slows the collapse of the policy onto one answer per prompt (0 = none).
+        accept_reward: τ of ``delta_mode="accepted"``: a reply is accepted when its reward is at least this
+            (a verifier pays 1 for a right reply).
+        objective: ``"policy_gradient"`` (``policy_loss``) or ``"dpo"`` (``online_dpo_loss`` on the
+            ``best_vs_worst`` pairs, with β = ``kl_coef``).
     """
 
     name: str
@@ -69,6 +82,8 @@ class AlgoConfig:
     kl_coef: float = 0.0
     ref_refresh_every: int | None = None
     entropy_coef: float = 0.0
+    accept_reward: float = 1.0
+    objective: str = "policy_gradient"
 
     def __post_init__(self) -> None:
         if self.delta_mode not in DELTA_MODES:
@@ -88,6 +103,19 @@ class AlgoConfig:
             raise ValueError(f"ref_refresh_every must be a positive int or None; got {self.ref_refresh_every!r}")
         if not self.importance_ratio and self.clip_eps_low is not None:
             raise ValueError("clipping needs the importance ratio: set clip_eps_low=None when importance_ratio=False")
+        self._check_objective()
+
+    def _check_objective(self) -> None:
+        """The knobs of notebook 11's objectives: online DPO's pairs and β, expert iteration's whole replies."""
+        if self.objective not in OBJECTIVES:
+            raise ValueError(f"objective must be one of {OBJECTIVES}; got {self.objective!r}")
+        if self.objective == "dpo" and (self.delta_mode != "best_vs_worst" or not self.kl_coef > 0):
+            raise ValueError(
+                "objective 'dpo' learns from the best_vs_worst pairs with β = kl_coef > 0; got "
+                f"delta_mode={self.delta_mode!r}, kl_coef={self.kl_coef}"
+            )
+        if self.delta_mode == "accepted" and self.advantage_level != "sequence":
+            raise ValueError("delta_mode 'accepted' keeps or drops whole replies: advantage_level must be 'sequence'")
 
     def policy_loss_kwargs(self) -> dict:
         """The knobs ``minirl.losses.policy_loss`` takes, by its argument names (the clip, the ratio's level,
@@ -134,6 +162,11 @@ _GSPO = _GRPO.with_(name="gspo", ratio_level="sequence", clip_eps_low=0.1, clip_
 _DR_GRPO = _GRPO.with_(name="dr_grpo", delta_mode="centered_rewards", aggregation="constant")
 # Process reward: one advantage per response position, from the per-position reward (sorting only).
 _GRPO_PROCESS = _GRPO.with_(name="grpo_process", advantage_level="token")
+# Notebook 11: the same samples, imitated when accepted (rejection sampling) or paired best against worst.
+_EXPERT_ITERATION = _NAIVE.with_(name="expert_iteration", delta_mode="accepted", aggregation="token_mean")
+_ONLINE_DPO = _NAIVE.with_(
+    name="online_dpo", objective="dpo", delta_mode="best_vs_worst", kl_coef=0.1, ref_refresh_every=5
+)
 
 ALGORITHMS: dict[str, AlgoConfig] = {
     a.name: a
@@ -149,6 +182,8 @@ ALGORITHMS: dict[str, AlgoConfig] = {
         _GSPO,
         _DR_GRPO,
         _GRPO_PROCESS,
+        _EXPERT_ITERATION,
+        _ONLINE_DPO,
     )
 }
 

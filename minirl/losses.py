@@ -1,5 +1,6 @@
-"""The losses: the ladder's ``compute_loss``, the one general ``policy_loss``, ``sft_loss``, and the
-two preference losses ``bradley_terry_loss`` (a reward model) and ``dpo_loss`` (a policy).
+"""The losses: the ladder's ``compute_loss``, the one general ``policy_loss``, ``sft_loss``, the
+two preference losses ``bradley_terry_loss`` (a reward model) and ``dpo_loss`` (a policy), and
+``online_dpo_loss`` (``dpo_loss`` on the best and worst sampled reply of each group).
 
 Notation, per token t of response i of a prompt's group:
 
@@ -31,6 +32,7 @@ __all__ = [
     "compute_loss",
     "dpo_loss",
     "kl_estimate",
+    "online_dpo_loss",
     "policy_loss",
     "sft_loss",
 ]
@@ -422,3 +424,71 @@ def dpo_loss(
     rejected = beta * (policy_rejected_logps - ref_rejected_logps.detach())
     loss = -F.logsigmoid(chosen - rejected).mean()
     return loss, chosen.detach(), rejected.detach()
+
+
+def online_dpo_loss(
+    log_probs: torch.Tensor,
+    old_log_probs: torch.Tensor,
+    ref_log_probs: torch.Tensor,
+    advantages: torch.Tensor,
+    mask: torch.Tensor | None = None,
+    *,
+    beta: float = 0.1,
+    n_pairs: int | None = None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """``dpo_loss`` on the pair each group of sampled replies marks: online DPO (notebook 11).
+
+    The advantages come from ``compute_deltas(rewards, "best_vs_worst")``: +1 on the group's best reply w, −1 on
+    its worst l, 0 elsewhere, and all 0 in a group with no preference (every reward equal). Each reply's
+    log-probability is the sum over its real tokens, and
+
+        log π(y | x)  = Σ_t m_t log π(y_t | x, y_<t)                                    [batch, trial]
+        L = −(1 / n_pairs) Σ_{groups with a pair} log σ(β [(log π_θ − log π_ref)(y_w) − (log π_θ − log π_ref)(y_l)])
+
+    With π_ref = π_old (the reference refreshed at every step) the margin starts at 0 and the gradient is
+    β/2 · (∇ log π_θ(y_w) − ∇ log π_θ(y_l)): a policy gradient on the pair alone. An older reference makes the
+    pair's weight σ(−margin) shrink as the policy moves away from it: the KL leash of DPO's objective.
+
+    Args:
+        log_probs: log π_θ of the sampled tokens ``[batch, trial, pos]``, with gradient.
+        old_log_probs: log π_old of the same tokens (the sampler), for the ratio statistics only.
+        ref_log_probs: log π_ref of the same tokens (the frozen reference).
+        advantages: ``[batch, trial]``, the pairs as above.
+        mask: ``[batch, trial, pos]``, 1 for real tokens; None = all real.
+        beta: β > 0 (``AlgoConfig.kl_coef``: DPO's β is the KL coefficient of the objective it solves).
+        n_pairs: the whole batch's pairs when this is one micro-batch of it (None: this batch's).
+
+    Returns:
+        ``(loss, metrics)``: ``policy_loss``'s metrics (ratio to π_old, ``kl`` to π_ref, ``pg_loss`` = the loss)
+        and ``pair_accuracy``, the fraction of pairs whose implicit reward margin is > 0.
+    """
+    if log_probs.dim() != 3:
+        raise ValueError(f"log_probs must have shape [batch, trial, pos]; got {list(log_probs.shape)}")
+    _check_same_shape(log_probs=log_probs, old_log_probs=old_log_probs, ref_log_probs=ref_log_probs)
+    if advantages.shape != log_probs.shape[:2]:
+        raise ValueError(
+            f"advantages must be [batch, trial] = {list(log_probs.shape[:2])} (the best_vs_worst pairs); "
+            f"got {list(advantages.shape)}"
+        )
+    if not beta > 0:
+        raise ValueError(f"beta (kl_coef) must be > 0 for online DPO; got {beta!r}")
+    mask = _mask_or_all_real(mask, log_probs).to(log_probs.dtype)
+    seq = (log_probs * mask).sum(dim=-1)  # [batch, trial]
+    ref = (ref_log_probs.detach() * mask).sum(dim=-1)
+    valid = advantages.amax(dim=1) > advantages.amin(dim=1)  # [batch]
+    chosen, rejected = advantages.argmax(dim=1), advantages.argmin(dim=1)  # y_w, y_l of each group
+    implicit = seq - ref  # log π_θ / π_ref of each reply, [batch, trial]
+    margin = beta * (implicit.gather(1, chosen[:, None]) - implicit.gather(1, rejected[:, None])).squeeze(1)  # [batch]
+    pairs = int(valid.sum()) if n_pairs is None else n_pairs
+    loss = -(F.logsigmoid(margin) * valid.to(margin.dtype)).sum() / max(pairs, 1)
+    ratio = torch.exp((log_probs - old_log_probs.detach()) * mask)
+    kl_per_token = kl_estimate(log_probs.detach(), ref_log_probs.detach(), "k3", max_log_ratio=20.0)
+    kl = aggregate(kl_per_token, mask, "token_mean")
+    n_valid = int(valid.sum())
+    metrics = {
+        **_ratio_metrics(ratio, _expand_advantages(advantages, log_probs), mask, None, None),
+        "kl": float(kl),
+        "pg_loss": float(loss.detach()),
+        "pair_accuracy": float((margin.detach() > 0)[valid].float().mean()) if n_valid else 0.0,
+    }
+    return loss, metrics

@@ -36,7 +36,7 @@ from typing import Any, TypeVar, overload
 import torch
 from tqdm.auto import tqdm
 
-from minirl.advantages import compute_deltas, zero_variance_fraction
+from minirl.advantages import GROUP_MODES, compute_deltas, zero_variance_fraction
 from minirl.algorithms import AlgoConfig, AlgoField
 from minirl.diagnostics import cannot_learn, length_by_correctness
 from minirl.evaluate import evaluate, evaluation_generator, evaluation_prompts
@@ -178,7 +178,7 @@ class TrainConfig:
             raise ValueError(f"temperature must be > 0; got {self.temperature}")
         if self.inner_epochs is not None:
             self.algo = self.algo.with_(inner_epochs=self.inner_epochs)
-        if self.algo.delta_mode != "rewards" and self.group_size < 2:
+        if self.algo.delta_mode in GROUP_MODES and self.group_size < 2:
             raise ValueError(
                 f"algorithm {self.algo.name!r} compares responses within a group: group_size "
                 f"must be >= 2; got {self.group_size}"
@@ -219,7 +219,7 @@ def _with_mask(task: Task, rollout: Rollout) -> Rollout:
 def _advantages(task: Task, algo: AlgoConfig, prompts, answers, rewards: torch.Tensor) -> torch.Tensor:
     """[batch, trial] (outcome) or [batch, trial, pos] (process) advantages."""
     if algo.advantage_level == "sequence":
-        return compute_deltas(rewards, algo.delta_mode)
+        return compute_deltas(rewards, algo.delta_mode, accept_reward=algo.accept_reward)
     task = require(task, ProcessRewardTask, "task", hint=f"algorithm {algo.name!r} rewards each position")
     dense = task.per_position_rewards(prompts, answers).to(rewards.device)  # [batch, trial, pos]
     per_position = compute_deltas(dense.transpose(1, 2).flatten(0, 1), algo.delta_mode)  # [(batch pos), trial]
@@ -266,6 +266,8 @@ def step_metrics(
     if kl_old:
         metrics["kl_old"] = update["kl_old"]
     metrics.update({k: update[k] for k in UPDATE_METRICS})
+    if "pair_accuracy" in update:  # online DPO: the pairs whose implicit reward margin is positive
+        metrics["pair_accuracy"] = update["pair_accuracy"]
     lengths = rollout.lengths()  # [batch, trial]
     metrics["response_length"] = float(lengths.mean())
     if rollout.truncated is not None:  # responses that end on their own: cut ones, and length by correctness

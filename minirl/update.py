@@ -12,10 +12,10 @@ from typing import Any
 import torch
 
 from minirl.algorithms import AlgoConfig
-from minirl.losses import aggregate, kl_estimate, policy_loss
+from minirl.losses import aggregate, kl_estimate, online_dpo_loss, policy_loss
 from minirl.protocols import Policy, Rollout, require, select_prompts
 
-__all__ = ["policy_update", "rollout_log_probs"]
+__all__ = ["policy_update", "rollout_log_probs", "update_mask"]
 
 
 def _slices(batch: int, micro_batch_size: int | None) -> list[slice]:
@@ -36,6 +36,17 @@ def rollout_log_probs(
         for rows in _slices(rollout.batch_size, micro_batch_size)
     ]
     return parts[0] if len(parts) == 1 else torch.cat(parts, dim=0)
+
+
+def update_mask(algo: AlgoConfig, rollout: Rollout, advantages: torch.Tensor) -> torch.Tensor | None:
+    """The real tokens the update learns from ``[batch, trial, pos]``: the rollout's mask, and with
+    ``delta_mode="accepted"`` (expert iteration) only the accepted replies' tokens, so that ``token_mean`` of
+    −log π_θ over them is ``sft_loss`` on the accepted replies: rejected replies leave the batch instead of
+    diluting it. None when every token of every reply is real (the toy sorting task)."""
+    if algo.delta_mode != "accepted":
+        return rollout.mask
+    mask = rollout.mask if rollout.mask is not None else torch.ones(rollout.tokens.shape, device=advantages.device)
+    return mask * (advantages > 0).to(mask.dtype)[..., None]
 
 
 def _mean_entropy(entropy: torch.Tensor, mask: torch.Tensor | None, whole: dict | None) -> torch.Tensor:
@@ -66,6 +77,38 @@ def _weighted(parts: list[tuple[float, dict[str, float]]]) -> dict[str, float]:
     return out
 
 
+def _objective(
+    algo: AlgoConfig,
+    log_probs: torch.Tensor,
+    old: torch.Tensor,
+    sampler: torch.Tensor,
+    ref: torch.Tensor | None,
+    advantages: torch.Tensor,
+    mask: torch.Tensor | None,
+    max_length: int,
+    whole: dict | None,
+) -> tuple[torch.Tensor, dict[str, float]]:
+    """The loss of one slice: ``policy_loss`` with the algorithm's knobs (``old``: π_old, or π_θ detached without
+    the ratio), or with ``objective="dpo"`` ``online_dpo_loss`` (``sampler``: the sampler's log-probs, for the
+    ratio statistics). ``whole``: the whole batch's counts when the slice is a micro-batch."""
+    if algo.objective == "dpo":
+        if ref is None:
+            raise ValueError(f"{algo.name}: online DPO needs ref_log_probs (log π_ref of the sampled tokens)")
+        n_pairs = None if whole is None else whole["n_pairs"]
+        return online_dpo_loss(log_probs, sampler, ref, advantages, mask, beta=algo.kl_coef, n_pairs=n_pairs)
+    return policy_loss(
+        log_probs,
+        old,
+        advantages,
+        mask,
+        **algo.policy_loss_kwargs(),
+        ref_log_probs=ref,
+        max_length=max_length,
+        n_sequences=None if whole is None else whole["n_sequences"],
+        n_tokens=None if whole is None else whole["n_tokens"],
+    )
+
+
 # PLR0913: the API by design: what the step acts on (policy, optimizer, algo) and the batch as the loop holds it
 # (prompts, rollout, advantages), positional as notebooks 05 and 06 call it; six optional keyword-only knobs.
 def policy_update(  # noqa: PLR0913
@@ -87,7 +130,9 @@ def policy_update(  # noqa: PLR0913
 
     Each inner step minimises ``policy_loss`` (the clipped surrogate, plus β · KL to π_ref) minus
     ``algo.entropy_coef`` · H̄ (the mean entropy per token of π_θ), clipping the gradient's global norm to
-    ``max_grad_norm``. With ``micro_batch_size`` the forward and backward passes run on slices of that many
+    ``max_grad_norm``. With ``algo.objective == "dpo"`` the loss is ``online_dpo_loss`` on the pairs the
+    advantages mark (β = ``algo.kl_coef``); with ``delta_mode="accepted"`` the rejected replies leave the batch
+    (``update_mask``). With ``micro_batch_size`` the forward and backward passes run on slices of that many
     prompts, each normalised by the whole batch's counts, and the gradients add up to the whole batch's.
 
     Args:
@@ -111,7 +156,7 @@ def policy_update(  # noqa: PLR0913
     ``entropy``, the mean entropy per token of π_old (measured at the first inner step, before any change).
     """
     policy = require(policy, Policy, "policy", hint="wrap a bare toy model: ToyPolicy(model)")
-    mask, max_length = rollout.mask, rollout.max_length
+    mask, max_length = update_mask(algo, rollout, advantages), rollout.max_length
     if not algo.importance_ratio:
         old_log_probs = None
     slices = _slices(rollout.batch_size, micro_batch_size)
@@ -122,6 +167,7 @@ def policy_update(  # noqa: PLR0913
             "n_sequences": rollout.batch_size * rollout.group_size,
             "n_tokens": n_tokens,
             "n_prompts": rollout.batch_size,
+            "n_pairs": int((advantages.amax(dim=1) > advantages.amin(dim=1)).sum()),
         }
     limit = max_grad_norm if max_grad_norm is not None else float("inf")
     olds: list[torch.Tensor] = []  # log π_old of each slice: given, or scored at the first inner step (θ = θ_old)
@@ -134,16 +180,9 @@ def policy_update(  # noqa: PLR0913
             if epoch == 0:
                 olds.append(scores.log_probs.detach() if old_log_probs is None else old_log_probs[rows])
             old = olds[i] if algo.importance_ratio else scores.log_probs.detach()
-            loss, metrics = policy_loss(
-                scores.log_probs,
-                old,
-                advantages[rows],
-                part_mask,
-                **algo.policy_loss_kwargs(),
-                ref_log_probs=None if ref_log_probs is None else ref_log_probs[rows],
-                max_length=max_length,
-                n_sequences=None if whole is None else whole["n_sequences"],
-                n_tokens=None if whole is None else whole["n_tokens"],
+            ref = None if ref_log_probs is None else ref_log_probs[rows]
+            loss, metrics = _objective(
+                algo, scores.log_probs, old, olds[i], ref, advantages[rows], part_mask, max_length, whole
             )
             mean_entropy = _mean_entropy(scores.entropy, part_mask, whole)
             if algo.entropy_coef:

@@ -70,12 +70,16 @@ __all__ = [
 ]
 
 LM_CHANGES = {"entropy_coef": 0.0, "inner_epochs": 1, "kl_coef": 0.02, "ref_refresh_every": None}
+_OWN_KNOBS = {"dpo": ("kl_coef", "ref_refresh_every")}
+"""Knobs an objective keeps from its preset: online DPO's β (``kl_coef``) and the refresh of its reference define
+the objective it solves, not a leash added for language models."""
 
 
 def lm_algorithm(algo: str | AlgoConfig = "grpo", **changes: Any) -> AlgoConfig:
     """The preset ``algo`` with the language-model knobs ``LM_CHANGES`` (then ``changes``) applied."""
     base = get_algorithm(algo)
-    return base.with_(name=base.name, **{**LM_CHANGES, **changes})
+    lm = {k: v for k, v in LM_CHANGES.items() if k not in _OWN_KNOBS.get(base.objective, ())}
+    return base.with_(name=base.name, **{**lm, **changes})
 
 
 def sft_warm_start(
@@ -247,7 +251,8 @@ class LMRecipe:
     def algorithm(self, name: str | AlgoConfig = "grpo", **changes: Any) -> AlgoConfig:
         """The preset ``name`` with the language-model knobs (``lm_algorithm``) and the recipe's ``kl_coef``,
         then ``changes``."""
-        return lm_algorithm(name, **{"kl_coef": self.kl_coef, **changes})
+        own = _OWN_KNOBS.get(get_algorithm(name).objective, ())
+        return lm_algorithm(name, **({} if "kl_coef" in own else {"kl_coef": self.kl_coef}), **changes)
 
     def warm_start(self, policy, task, seed: int = 0, progress: bool = True) -> History | None:
         """``sft_steps`` supervised steps on ``task``'s reference answers, ``sft_prompts_per_step`` (or

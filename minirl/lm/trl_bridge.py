@@ -131,6 +131,18 @@ KNOBS: list[tuple[str, str, str]] = [
         "(none)",
         "one advantage per position (a process reward): TRL's advantages are one per response",
     ),
+    (
+        "accept_reward",
+        "(none)",
+        'τ of delta_mode "accepted" (expert iteration: imitate the accepted replies); in TRL a separate SFT run '
+        "on filtered samples",
+    ),
+    (
+        'objective="dpo"',
+        "(none)",
+        "online DPO on the group's best and worst reply: TRL's OnlineDPOTrainer (a judge or reward model picks the "
+        "pair), not GRPOConfig",
+    ),
     ("TrainConfig.group_size", "num_generations", "responses per prompt"),
     ("TrainConfig.prompts_per_step", "generation_batch_size", "TRL counts responses: prompts_per_step × group_size"),
     (
