@@ -139,11 +139,24 @@ class JudgedTask:
         """P(yes) of each reply, ``[batch, trial]``."""
         return self.judge.scores(prompts, answers)
 
+    # the task's own prompts, verifier and format check (methods, so that the loop's protocols see them)
+    def sample_prompts(self, n: int, generator: torch.Generator | None = None) -> Any:
+        return self.task.sample_prompts(n, generator)
+
+    def eval_prompts(self, n: int | None = None, generator: torch.Generator | None = None) -> Any:
+        return self.task.eval_prompts(n, generator)
+
+    def is_correct(self, prompts: Sequence[Any], answers: Sequence[Sequence[str]]) -> torch.Tensor:
+        return self.task.is_correct(prompts, answers)
+
+    def format_ok(self, prompts: Sequence[Any], answers: Sequence[Sequence[str]]) -> torch.Tensor:
+        return self.task.format_ok(prompts, answers)
+
     @property
     def max_reward(self) -> float:
         return 1.0
 
-    def __getattr__(self, name: str) -> Any:  # the task's own prompts, verifier, format check, held-out prompts
+    def __getattr__(self, name: str) -> Any:  # anything else (answer_kinds, solution, ...) from the task
         if name.startswith("__") or name in ("task", "judge"):
             raise AttributeError(name)
         return getattr(self.task, name)
