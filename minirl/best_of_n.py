@@ -18,7 +18,7 @@ Shapes: ``[problem, sample]`` for the scores and the right/wrong marks of the n 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 import torch
 
@@ -94,6 +94,7 @@ def majority_at_k(
     k: int,
     generator: torch.Generator,
     draws: int = 256,
+    vote: Callable[[Sequence[Hashable | None]], Hashable | None] = majority_vote,
 ) -> torch.Tensor:
     """The accuracy of a majority vote over k replies drawn without replacement from the n answers of each
     problem: the fraction of ``draws`` random k-subsets whose vote (``majority_vote``, in the drawn order, so a
@@ -108,6 +109,7 @@ def majority_at_k(
         k: replies per vote, 1 <= k <= n.
         generator: a ``torch.Generator`` for the subsets.
         draws: subsets drawn per problem.
+        vote: ``majority_vote`` or a function of the same signature (notebook 11's exercise).
 
     Returns:
         ``[problem]`` float64, each in [0, 1].
@@ -124,7 +126,7 @@ def majority_at_k(
         wins = 0
         for _ in range(draws):
             subset = torch.randperm(len(mine), generator=generator)[:k].tolist()
-            wins += majority_vote([mine[i] for i in subset]) == truth
+            wins += vote([mine[i] for i in subset]) == truth
         out[p] = wins / draws
     return out
 

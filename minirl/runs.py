@@ -78,9 +78,13 @@ def _write_jsonl(path: Path, rows: list[dict]) -> None:
 
 
 def build_task(description: dict[str, Any]) -> Any:
-    """The task ``minirl.utils.describe_task`` described."""
+    """The task ``minirl.utils.describe_task`` described (a wrapped task inside it too)."""
     module, _, name = description["class"].partition(":")
-    return getattr(importlib.import_module(module), name)(**description["args"])
+    args = {
+        k: build_task(v) if isinstance(v, dict) and set(v) == {"class", "args"} else v
+        for k, v in description["args"].items()
+    }
+    return getattr(importlib.import_module(module), name)(**args)
 
 
 def describe_config(config: TrainConfig | MazeTrainConfig) -> dict[str, Any]:

@@ -113,11 +113,13 @@ def plain_json(value: Any) -> Any:
 
 def describe_task(task: Any) -> dict[str, Any]:
     """``{"class": "module:Name", "args": {field: value}}``: a dataclass task's constructor arguments (a run
-    folder's ``config.json`` keeps them; ``minirl.runs.build_task`` builds the task back)."""
+    folder's ``config.json`` keeps them; ``minirl.runs.build_task`` builds the task back). A task that wraps
+    another (``minirl.lm.judge.JudgedTask``) has it described the same way, inside its arguments."""
     if not dataclasses.is_dataclass(task):
         raise RunError(f"task {type(task).__name__} is not a dataclass: a run folder cannot record its arguments")
     args = {f.name: getattr(task, f.name) for f in dataclasses.fields(task) if f.init}
-    return {"class": f"{type(task).__module__}:{type(task).__qualname__}", "args": plain_json(args)}
+    nested = {k: describe_task(v) for k, v in args.items() if dataclasses.is_dataclass(v) and not isinstance(v, type)}
+    return {"class": f"{type(task).__module__}:{type(task).__qualname__}", "args": plain_json({**args, **nested})}
 
 
 def write_json(path: str | os.PathLike, obj: Any) -> None:

@@ -7,6 +7,7 @@ import pytest
 import torch
 
 import minirl
+from minirl.best_of_n import majority_vote
 from minirl.checks import (
     check_aggregate,
     check_answer_reward,
@@ -19,10 +20,13 @@ from minirl.checks import (
     check_compute_loss,
     check_discounted_returns,
     check_dpo_loss,
+    check_expert_iteration_batch,
     check_first_eos_mask,
     check_forward,
+    check_group_preference_pairs,
     check_grpo_config_kwargs,
     check_kl_estimate,
+    check_majority_vote,
     check_maze_reward,
     check_monte_carlo_estimate,
     check_parse_answer,
@@ -35,6 +39,7 @@ from minirl.checks import (
     check_sort_inclusion_ordering_reward,
     check_split_thinking,
     check_strict_reward,
+    check_yes_probability,
     check_zero_variance_fraction,
     reference_bellman_backup,
     reference_maze_reward,
@@ -46,7 +51,9 @@ from minirl.checks import (
     tiny_forward,
 )
 from minirl.lm import completion_log_probs, first_eos_mask
+from minirl.lm.judge import yes_probability
 from minirl.lm.trl_bridge import grpo_config_kwargs
+from minirl.self_training import expert_iteration_batch, group_preference_pairs
 from toy_envs.reasoning import answer_reward, split_thinking, strict_reward
 from toy_envs.sorting import sort_distance_reward, sort_inclusion_ordering_reward
 
@@ -79,6 +86,10 @@ REFERENCES = {
     check_pass_at_k: minirl.pass_at_k,
     check_strict_reward: strict_reward,
     check_answer_reward: answer_reward,
+    check_majority_vote: majority_vote,
+    check_yes_probability: yes_probability,
+    check_expert_iteration_batch: expert_iteration_batch,
+    check_group_preference_pairs: group_preference_pairs,
 }
 ALL_CHECKS = list(REFERENCES)  # every exercise check, with the reference it must accept
 

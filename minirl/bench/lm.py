@@ -13,6 +13,9 @@
    to the initial model and a 16-token budget, against the recipe's steps; seconds per step of each.
 4. **Reasoning** (notebook 10's task, ``minirl.bench.reasoning_rl``): 4-number sums on SmolLM2 with a worked
    warm start and GRPO, against a supervised control, answer-only GRPO and a lenient verifier, over seeds.
+5. **Learning from your own samples** (notebook 11, ``minirl.bench.self_training``): from the same warm start,
+   best-of-N by three selectors, imitation, expert iteration, online DPO, GRPO and GRPO paid by a judge, at one
+   budget, over seeds.
 
 ``parts`` picks some of them (``minirl bench --lm --parts reasoning``); 2 and 3 go together as "smollm2".
 
@@ -46,7 +49,7 @@ __all__ = ["run_lm_benchmark"]
 
 HELD_OUT = 200
 TARGET_MINUTES = 20.0
-LM_PARTS = ("tiny", "smollm2", "reasoning")
+LM_PARTS = ("tiny", "smollm2", "reasoning", "self_training")
 
 
 def _greedy(policy, task, n: int) -> dict[str, float]:
@@ -196,6 +199,10 @@ def run_lm_benchmark(
         from minirl.bench.reasoning_rl import reasoning_part
 
         ok.update(reasoning_part(record, range(seeds), quick=quick, save=save is not None, key="reasoning"))
+    if "self_training" in parts:
+        from minirl.bench.self_training import self_training_part
+
+        ok.update(self_training_part(record, range(seeds), quick=quick, save=save is not None, key="self_training"))
     return finish(record, ok, save, quick, out)
 
 

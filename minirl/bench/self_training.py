@@ -40,7 +40,7 @@ from tqdm.auto import tqdm
 
 from minirl.bench import finish, spread
 from minirl.bench.reasoning_rl import Arms, _run_figures, quick_recipe
-from minirl.best_of_n import best_of_n_by_score, majority_at_k
+from minirl.best_of_n import best_of_n_by_score, majority_at_k, majority_vote
 from minirl.lm.judge import Judge, JudgedTask, agreement
 from minirl.lm.models import SMOLLM2_ALIAS, load_policy
 from minirl.lm.recipes import model_kind, reasoning_recipe, sft_warm_start
@@ -53,6 +53,7 @@ __all__ = [
     "ARMS",
     "BUDGETS",
     "QUICK_BUDGETS",
+    "SelfTrainingArms",
     "SlippedDemonstrations",
     "best_of_n_curves",
     "run_seed",
@@ -131,8 +132,9 @@ def best_of_n_curves(
     scores: torch.Tensor,
     generator: torch.Generator,
     draws: int,
+    vote: Callable = majority_vote,
 ) -> dict[str, list[float]]:
-    """Accuracy against N = 1 … n of the three selectors: ``verifier`` (pass@N), ``majority`` (the vote over the
+    """Accuracy against N = 1 … n of the three selectors: ``verifier`` (pass@N), ``majority`` (``vote`` over the
     final answers) and ``judge`` (the highest-scored reply), each averaged over the problems."""
     correct = task.is_correct(prompts, replies)  # [problem, sample]
     n = correct.shape[1]
@@ -141,7 +143,7 @@ def best_of_n_curves(
     counts = correct.sum(dim=1)
     return {
         "verifier": [float(pass_at_k(n, counts, k).mean()) for k in range(1, n + 1)],
-        "majority": [float(majority_at_k(answers, right, k, generator, draws).mean()) for k in range(1, n + 1)],
+        "majority": [float(majority_at_k(answers, right, k, generator, draws, vote).mean()) for k in range(1, n + 1)],
         "judge": [float(best_of_n_by_score(scores, correct, k).mean()) for k in range(1, n + 1)],
     }
 
@@ -154,11 +156,34 @@ class SelfTrainingArms(Arms):
         self._judge: Judge | None = None
         self.device = device
 
+    def use_judge(self, judge: Judge) -> None:
+        """Pay ``grpo_judge`` with this judge (notebook 11: the one built on the learner's ``yes_probability``)."""
+        self._judge = judge
+
     @property
     def judge(self) -> Judge:
+        """The judge: a frozen copy of the base model, loaded when first needed (or the one ``use_judge`` gave)."""
         if self._judge is None:
             self._judge = Judge(load_policy(SMOLLM2_ALIAS, device=self.device))
         return self._judge
+
+    def held_out(self, thinking: bool = True) -> dict[str, Any]:
+        """``Arms.held_out`` in one greedy batch (3- and 4-number problems together: one generate call, not three):
+        accuracy, format and truncation rates on each length, and the greedy replies to the first three 4-number
+        problems."""
+        recipe = self.form(thinking)
+        tasks = self.tasks[thinking]
+        prompts = {n: task.eval_prompts(recipe.eval_prompts) for n, task in tasks.items()}
+        rollout = self.policy.greedy(prompts[3] + prompts[4])
+        rows = {3: slice(0, len(prompts[3])), 4: slice(len(prompts[3]), None)}
+        out: dict[str, Any] = {}
+        for n, task in tasks.items():
+            answers = rollout.answers[rows[n]]
+            out[f"sum{n}"] = float(task.is_correct(prompts[n], answers).float().mean())
+            out[f"sum{n}_format"] = float(task.format_ok(prompts[n], answers).float().mean())
+            out[f"sum{n}_truncated"] = float(rollout.truncated[rows[n]].float().mean())
+        out["examples"] = [reply[0] for reply in rollout.answers[rows[4]][:3]]
+        return out
 
     def four(self) -> Any:
         return self.tasks[True][4]
@@ -205,7 +230,7 @@ class SelfTrainingArms(Arms):
             "expert_iteration_round": recipe.algorithm("expert_iteration", ref_refresh_every=self.budgets["round"]),
             "online_dpo": recipe.algorithm("online_dpo"),
         }.get(arm, recipe.algorithm("grpo"))
-        task = JudgedTask(four, self.judge) if arm == "grpo_judge" else four
+        task = JudgedTask.using(four, self.judge) if arm == "grpo_judge" else four
         if arm == "expert_iteration_round" and not algo.kl_coef:  # a reference needs a KL term to matter
             algo = algo.with_(kl_coef=0.02)
         config = recipe.train_config(task, algo=algo.with_(name=arm), seed=seed, progress=progress)

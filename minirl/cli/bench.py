@@ -5,6 +5,7 @@
     minirl bench --trl                         minirl and TRL's GRPOTrainer side by side (minirl.bench.trl)
     minirl bench --reasoning-base [ARGS]       a base model on the reasoning tasks (minirl.bench.reasoning)
     minirl bench --reasoning-rl [ARGS]         notebook 10's arms over seeds (minirl.bench.reasoning_rl)
+    minirl bench --self-training [ARGS]        notebook 11's arms over seeds (minirl.bench.self_training)
     minirl bench --reasoning-families [ARGS]   thinking vs answer-only per family (minirl.bench.reasoning_families)
     minirl bench --cpu-decode [ARGS]           a CPU's generation, two forms of product (minirl.bench.cpu_decode)
 
@@ -48,6 +49,12 @@ FORWARDED = (
         "notebook 10's arms over seeds: scratchpad, RL, a lenient verifier (also --lm --parts reasoning)",
     ),
     Forwarded(
+        "--self-training",
+        "minirl.bench.self_training",
+        "notebook 11's arms over seeds: best-of-N, imitation, expert iteration, online DPO, GRPO, a judge "
+        "(also --lm --parts self_training)",
+    ),
+    Forwarded(
         "--reasoning-families",
         "minirl.bench.reasoning_families",
         "thinking against answer-only GRPO on the word and add families",
@@ -88,7 +95,8 @@ def add_bench_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--parts",
         default=OWN_DEFAULTS["parts"],
-        help="--lm: the parts to run, comma-separated (default all: tiny,smollm2,reasoning)",
+        help="--lm: the parts to run, comma-separated, of tiny,smollm2,reasoning,self_training (default: the first "
+        "three; self_training, notebook 11's comparison, takes hours on a CPU)",
     )
     add_save(p)
     p.add_argument(

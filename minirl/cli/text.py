@@ -83,11 +83,13 @@ def add_text_flags(p: argparse.ArgumentParser) -> None:
     )
     t.add_argument(
         "--verifier",
-        choices=REASONING_REWARDS,
+        choices=(*REASONING_REWARDS, "judge"),
         default="strict",
         help="reasoning: the strict verifier (format part + right answer), 'answer' (the right answer in the "
         "asked form, no format part), or a hackable lenient one: 'substring' (the answer after </think> is a "
-        "substring of the right one, empty included) or 'contains' (the right number anywhere)",
+        "substring of the right one, empty included) or 'contains' (the right number anywhere); or 'judge': the "
+        "untrained --model asked whether the reply is right, P(yes) as the reward (the strict verifier still "
+        "measures accuracy; minirl.lm.judge)",
     )
     t.add_argument("--few-shot", type=int, default=None, help="worked examples in each prompt")
     t.add_argument("--max-new-tokens", type=int, default=None, help="response length budget (tokens)")
@@ -125,6 +127,11 @@ def _reasoning_recipe(kind: str, args: argparse.Namespace) -> LMRecipe:
 
 def _reasoning_task(args: argparse.Namespace, recipe: LMRecipe):
     sizes = {"sum": {"n_numbers": args.length}, "add": {"digits": args.digits}}.get(args.family, {})
+    if args.verifier == "judge":  # GRPO paid by an untrained copy of the model, asked yes or no (notebook 11)
+        from minirl.lm.judge import JudgedTask
+
+        task = recipe.reasoning_task(args.family, args.thinking, reward="strict", **sizes)
+        return JudgedTask(task, judge_model=args.model, device=args.device)
     return recipe.reasoning_task(args.family, args.thinking, reward=args.verifier, **sizes)
 
 

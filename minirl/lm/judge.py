@@ -17,14 +17,25 @@ Shapes: one score per reply, ``[batch, trial]`` like the rewards of a task.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 
+from minirl.lm.models import load_policy
 from minirl.lm.policy import CausalLMPolicy, _position_ids
 
-__all__ = ["JUDGE_SYSTEM", "NO", "YES", "Judge", "JudgedTask", "agreement", "judge_messages"]
+__all__ = [
+    "JUDGE_SYSTEM",
+    "NO",
+    "YES",
+    "Judge",
+    "JudgedTask",
+    "agreement",
+    "judge_messages",
+    "question_of",
+    "yes_probability",
+]
 
 JUDGE_SYSTEM = "You check answers to arithmetic problems."
 YES = ("yes", "Yes")
@@ -42,6 +53,25 @@ def judge_messages(question: str, reply: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": JUDGE_SYSTEM}, {"role": "user", "content": ask}]
 
 
+def yes_probability(log_probs: torch.Tensor, n_yes: int) -> torch.Tensor:
+    """The judge's P(yes) from the log-probabilities of its answer's first token: ``log_probs`` ``[reply, word]``
+    holds log p of each word of ``YES`` then of ``NO`` (any number of each; the first ``n_yes`` columns are yes),
+
+        P(yes) = Σ_{yes words} p / (Σ_{yes words} p + Σ_{no words} p) = σ(logsumexp(yes) − logsumexp(no))
+
+    renormalised over the two answers (the rest of the vocabulary does not count), computed in log space so that
+    words far below the rest of the vocabulary (log p ≈ −40) still give a finite, exact answer. ``[reply]``."""
+    if not isinstance(log_probs, torch.Tensor) or log_probs.dim() != 2 or not log_probs.is_floating_point():
+        raise ValueError(f"log_probs must be a float tensor [reply, word]; got {log_probs!r:.80}")
+    if isinstance(n_yes, bool) or not isinstance(n_yes, int) or not 1 <= n_yes < log_probs.shape[1]:
+        raise ValueError(
+            f"n_yes must be an int in 1..{log_probs.shape[1] - 1} (some words yes, some no); got {n_yes!r}"
+        )
+    yes = torch.logsumexp(log_probs[:, :n_yes], dim=1)
+    no = torch.logsumexp(log_probs[:, n_yes:], dim=1)
+    return torch.sigmoid(yes - no)
+
+
 def question_of(prompt: Any) -> str:
     """The question a task's prompt asks: the first line of its last user message (``"What is 5 + 0 + 1 + 4?"``)."""
     messages = getattr(prompt, "messages", None)
@@ -57,15 +87,22 @@ class Judge:
         policy: the judge's model as a ``CausalLMPolicy`` (``minirl.lm.load_policy("smollm2-135m")``); it is
             frozen here (no gradient) and never trained.
         batch_size: replies scored per forward pass (memory).
+        combine: ``yes_probability`` or a function of the same signature (notebook 11's exercise).
     """
 
-    def __init__(self, policy: CausalLMPolicy, batch_size: int = 64) -> None:
+    def __init__(
+        self,
+        policy: CausalLMPolicy,
+        batch_size: int = 64,
+        combine: Callable[[torch.Tensor, int], torch.Tensor] | None = None,
+    ) -> None:
         if not isinstance(policy, CausalLMPolicy):
             raise TypeError(f"policy must be a CausalLMPolicy (the judge's model); got {type(policy).__name__}")
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
             raise ValueError(f"batch_size must be an int >= 1; got {batch_size!r}")
         self.policy = policy.requires_grad_(False)
         self.batch_size = batch_size
+        self.combine = yes_probability if combine is None else combine
         self.words = [*YES, *NO]
 
     @torch.no_grad()
@@ -86,8 +123,7 @@ class Judge:
                     input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, logits_to_keep=1
                 ).logits[:, -1]
             first = torch.log_softmax(logits.float(), dim=-1)[:, ids.to(logits.device)]  # [n, words]
-            yes = torch.logsumexp(first[:, : len(YES)], dim=1)
-            out.append(torch.sigmoid(yes - torch.logsumexp(first[:, len(YES) :], dim=1)).cpu())
+            out.append(self.combine(first.cpu(), len(YES)).float())
         return torch.cat(out) if out else torch.zeros(0)
 
     def scores(self, prompts: Sequence[Any], answers: Sequence[Sequence[str]]) -> torch.Tensor:
@@ -129,11 +165,30 @@ class JudgedTask:
 
     Args:
         task: the text task (its ``is_correct`` stays the verifier).
-        judge: the ``Judge`` that pays the reward.
+        judge_model: the judge's model, loaded (``load_policy``) when it first scores, frozen and never trained:
+            ``"smollm2-135m"``, a saved folder, or a hub name.
+        device: the judge's device (None: ``load_policy``'s choice).
+
+    ``JudgedTask.using(task, judge)`` takes a ``Judge`` already built (notebook 11's, on the learner's
+    ``yes_probability``). A run folder keeps ``task``, ``judge_model`` and ``device`` and builds the task back.
     """
 
     task: Any
-    judge: Judge
+    judge_model: str = "smollm2-135m"
+    device: str | None = None
+    _judge: Judge | None = dataclasses.field(default=None, init=False, repr=False, compare=False)
+
+    @classmethod
+    def using(cls, task: Any, judge: Judge) -> JudgedTask:
+        out = cls(task)
+        out._judge = judge
+        return out
+
+    @property
+    def judge(self) -> Judge:
+        if self._judge is None:
+            self._judge = Judge(load_policy(self.judge_model, device=self.device))
+        return self._judge
 
     def rewards(self, prompts: Sequence[Any], answers: Sequence[Sequence[str]]) -> torch.Tensor:
         """P(yes) of each reply, ``[batch, trial]``."""
@@ -157,6 +212,6 @@ class JudgedTask:
         return 1.0
 
     def __getattr__(self, name: str) -> Any:  # anything else (answer_kinds, solution, ...) from the task
-        if name.startswith("__") or name in ("task", "judge"):
+        if name.startswith("__") or name in ("task", "_judge", "judge_model", "device"):
             raise AttributeError(name)
         return getattr(self.task, name)

@@ -26,6 +26,7 @@ The renderers, one module per area (each reads its records with ``minirl.report.
   ``reasoning_prompts``, ``reasoning_levers``);
 - ``minirl.report.reasoning_bench``: the reasoning benchmarks over seeds (``reasoning_seeds``,
   ``reasoning_gpu_recipe``, ``reasoning_gpu``, ``reasoning_families``);
+- ``minirl.report.self_training``: notebook 11's comparison at a matched budget (``self_training``);
 - ``minirl.report.headline``: README's headline table (``headline``).
 """
 
@@ -36,7 +37,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from minirl.report import headline, lm, notebooks, reasoning, reasoning_bench, toy, trl
+from minirl.report import headline, lm, notebooks, reasoning, reasoning_bench, self_training, toy, trl
 from minirl.utils import REPO_ROOT
 
 __all__ = ["BLOCKS", "DOCUMENTS", "render", "render_readme", "stale_blocks"]
@@ -66,6 +67,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "reasoning_families": reasoning_bench.reasoning_families,
     "reasoning_gpu_recipe": reasoning_bench.reasoning_gpu_recipe,
     "reasoning_gpu": reasoning_bench.reasoning_gpu,
+    "self_training": self_training.self_training,
     "headline": headline.headline,
 }
 

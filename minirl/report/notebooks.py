@@ -16,6 +16,7 @@ NOTEBOOK_NAMES = {
     "08": "08_a_pretrained_model_learns_to_sort",
     "09": "09_scaling_up_with_trl",
     "10": "10_reasoning_and_reward_hacking",
+    "11": "11_learning_from_your_own_samples",
 }
 
 

@@ -1,0 +1,147 @@
+"""RESULTS.md's and notebook 11's block on learning from your own samples (``minirl.bench.self_training``): each arm's
+held-out accuracy from the same warm start at a matched budget, best-of-N against N for three selectors, and the
+judge's agreement with the verifier; on 2 CPU cores (``bench_self_training``) and on one GPU
+(``bench_self_training_gpu``, with its GRPO-on-the-judge arm in ``bench_self_training_gpu_judge``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from minirl.report._format import _load, _seconds, missing, pct, provenance, table
+
+ARM_LABELS = {
+    "imitate": "imitation: worked 4-number solutions",
+    "imitate_noisy": "imitation: the same, {noise:.0%} of them with a slip",
+    "expert_iteration": "expert iteration (imitate the accepted samples)",
+    "expert_iteration_round": "expert iteration, KL reference from the previous round",
+    "online_dpo": "online DPO (best vs worst of each group)",
+    "grpo": "GRPO (the verifier's reward)",
+    "grpo_judge": "GRPO on the judge's P(yes) instead",
+}
+"""The rows of the comparison, in order, and what each arm is."""
+NS = (1, 2, 4, 8, 16, 32, 64)
+
+
+def _arm_rows(runs: list[dict[str, Any]], budgets: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for arm, label in ARM_LABELS.items():
+        cells = [r[arm] for r in runs if arm in r]
+        if not cells:
+            continue
+        steps = cells[0].get("steps") or cells[0].get("run", {}).get("steps")
+        seconds = [c.get("seconds") or c.get("run", {}).get("train_seconds") for c in cells]
+        rows.append(
+            [
+                label.format(**budgets),
+                ", ".join(pct(c["sum4"], 0) for c in cells),
+                ", ".join(pct(c["sum3"], 0) for c in cells),
+                str(steps),
+                ", ".join(_seconds(s) for s in seconds),
+            ]
+        )
+    return rows
+
+
+def _best_of_n(run: dict[str, Any]) -> list[str]:
+    bon = run["best_of_n"]
+    curves, n = bon["curves"], len(bon["curves"]["verifier"])
+    ns = [k for k in NS if k <= n]
+    judge = bon["judge"]
+    rows = [
+        [name, *(pct(curves[key][k - 1], 0) for k in ns)]
+        for name, key in (
+            ("the verifier (pass@N)", "verifier"),
+            ("a majority vote", "majority"),
+            ("the judge's highest P(yes)", "judge"),
+        )
+    ]
+    return [
+        f"Best-of-N from the warm start (seed {run['seed']}): N replies at T = 1 to each of the first "
+        f"{run['bon_prompts']} held-out problems, one kept by each selector; accuracy of the kept reply:",
+        "",
+        table(["chosen by", *(f"N = {k}" for k in ns)], rows),
+        "",
+        f"The judge (SmolLM2 asked whether the reply is right) on those replies: P(yes) ≥ 0.5 for "
+        f"{pct(judge['yes_when_right'], 0)} of the right ones and {pct(judge['yes_when_wrong'], 0)} of the wrong "
+        f"ones; it agrees with the verifier on {pct(judge['agreement'], 0)} of them"
+        + (
+            " (it never says yes, so that is the share of wrong replies)"
+            if judge["yes_when_right"] == 0 and judge["yes_when_wrong"] == 0
+            else ""
+        )
+        + f". Its mean P(yes) is {bon['judge_mean_right']:.2f} on the right replies and "
+        f"{bon['judge_mean_wrong']:.2f} on the wrong ones.",
+    ]
+
+
+def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> list[str]:
+    f = data["figures"]
+    runs = [dict(r) for r in f["runs"]]
+    if extra is not None:  # an arm measured by a second command, from its own warm start
+        for r in runs:
+            for x in extra["figures"]["runs"]:
+                if x["seed"] == r["seed"]:
+                    r.update({k: v for k, v in x.items() if k in ARM_LABELS})
+    recipe, budgets = f["recipe"], f["budgets"]
+    seeds = ", ".join(str(r["seed"]) for r in runs)
+    lines = [
+        f"From the worked warm start ({recipe['sft_steps']} supervised steps on 3-number sums: "
+        + ", ".join(f"seed {r['seed']} {pct(r['warm']['sum4'], 0)}" for r in runs if "warm" in r)
+        + f" on 4-number sums), each arm trains {recipe['steps']} steps on 4-number sums: the sampling arms draw "
+        f"{recipe['prompts_per_step']} prompts × {recipe['group_size']} replies a step at T = "
+        f"{recipe['temperature']:g} and the imitation arms take {recipe['sft_prompts_per_step']} demonstrations a "
+        f"step. Held-out greedy accuracy on {recipe['eval_prompts']} problems, seed(s) {seeds}:",
+        "",
+        table(
+            ["arm (from the warm start)", "4-number sums", "3-number sums", "steps", "time"], _arm_rows(runs, budgets)
+        ),
+    ]
+    not_run = [a for a in f["arms"] if a != "best_of_n" and not any(a in r for r in runs)]
+    if not_run:
+        lines += [
+            "",
+            "Named in the command but not measured (the run stopped before them): " + ", ".join(not_run) + ".",
+        ]
+    judge_runs = [r for r in runs if "grpo_judge" in r]
+    if judge_runs:
+        r = judge_runs[0]["grpo_judge"]
+        own = ""
+        if extra is not None:
+            warm = extra["figures"]["runs"][0]["warm"]["sum4"]
+            own = f" (its own command and warm start, {pct(warm, 0)} on 4-number sums)"
+        lines += [
+            "",
+            f"GRPO on the judge{own}: its reward (the judge's mean P(yes)) over the last 5 steps "
+            f"{r['judge_reward_last5']:.2f}, the verifier's accuracy of the same samples "
+            f"{pct(r['run']['exact_last5'], 0)}; greedy replies after it: "
+            + "; ".join(f"`{e!r}`" for e in r.get("examples", [])[:2]),
+        ]
+    with_bon = [dict(r, bon_prompts=budgets["bon_prompts"]) for r in runs if "best_of_n" in r]
+    if with_bon:
+        lines += ["", *_best_of_n(with_bon[0])]
+    lines += ["", provenance(data)]
+    if extra is not None:
+        lines += ["", provenance(extra)]
+    return lines
+
+
+def self_training() -> str:
+    """Notebook 11's comparison on 2 CPU cores (or that it is not measured yet), then on one GPU."""
+    lines = []
+    cpu = _load("bench_self_training")
+    if cpu is None:
+        lines.append(
+            "On 2 CPU cores: "
+            + missing("bench_self_training", "python -m minirl.bench.self_training --seeds 0 1 2 --save")
+        )
+    else:
+        lines += ["On 2 CPU cores:", "", *_one_record(cpu)]
+    gpu = _load("bench_self_training_gpu")
+    if gpu is not None:
+        lines += [
+            "",
+            f"On one {gpu['machine'].get('gpu', 'GPU')}:",
+            "",
+            *_one_record(gpu, _load("bench_self_training_gpu_judge")),
+        ]
+    return "\n".join(lines)

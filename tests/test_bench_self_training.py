@@ -1,0 +1,92 @@
+"""Notebook 11's benchmark (minirl.bench.self_training): the slipped demonstrations, best-of-N's three curves,
+the summary over seeds and the targets, on hand-made data; the arms themselves run in the notebook's fast mode."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from minirl.bench.self_training import (
+    ARMS,
+    SlippedDemonstrations,
+    best_of_n_curves,
+    check_targets,
+    run_seed,
+    slipped_target,
+    summarize,
+)
+from toy_envs.reasoning import ReasoningTask
+
+TASK = ReasoningTask(n_numbers=4)
+
+
+def test_a_slipped_demonstration_is_wrong_in_its_last_addition_only():
+    gen = torch.Generator().manual_seed(0)
+    for numbers in [(5, 0, 1, 4), (9, 9, 9, 9), (0, 0, 0, 1)]:
+        right = sum(numbers)
+        text = slipped_target(TASK, numbers, gen)
+        head = TASK.scratchpad(numbers).rsplit(" = ", 1)[0]
+        wrong = TASK.parse_answer(text)[0]
+        assert text == f"<think>{head} = {wrong}.</think> {wrong}"  # the same steps, the last total slipped
+        assert 1 <= abs(wrong - right) <= 3 and wrong >= 0
+
+
+def test_slipped_demonstrations_slip_the_share_asked_for_repeatably():
+    noisy = SlippedDemonstrations(TASK, 0.3)
+    a = noisy.sample_prompts(400, torch.Generator().manual_seed(1))
+    b = noisy.sample_prompts(400, torch.Generator().manual_seed(1))
+    assert a == b
+    slipped = sum(TASK.parse_answer(p.target)[0] != TASK.solution(p.numbers)[0] for p in a) / len(a)
+    # 400 draws at 0.3: standard error sqrt(0.3 * 0.7 / 400) = 0.023; 4 of them either side
+    assert abs(slipped - 0.3) < 4 * 0.023
+    assert all(
+        TASK.parse_answer(p.target) == TASK.solution(p.numbers)
+        for p in SlippedDemonstrations(TASK, 0.0).sample_prompts(50, torch.Generator())
+    )
+
+
+def test_best_of_n_curves_by_hand():
+    """Two problems, 3 replies each. Problem 0: one right reply, the judge's favourite; problem 1: one right
+    reply that the judge ranks last, and two wrong replies with the same answer (the vote's winner)."""
+    prompts = TASK.eval_prompts(2)
+    right = [TASK.solution(p.numbers)[0] for p in prompts]
+    pad = [TASK.scratchpad(p.numbers) for p in prompts]
+    replies = [
+        [f"<think>{pad[0]}</think> {right[0]}", f"<think>{pad[0]}</think> {right[0] + 1}", "no answer"],
+        [f"<think>{pad[1]}</think> {right[1]}", f"<think>x</think> {right[1] + 2}", f"<think>y</think> {right[1] + 2}"],
+    ]
+    scores = torch.tensor([[0.9, 0.1, 0.2], [0.1, 0.5, 0.6]])
+    curves = best_of_n_curves(TASK, prompts, replies, scores, torch.Generator().manual_seed(0), draws=2000)
+    assert curves["verifier"] == pytest.approx([1 / 3, 2 / 3, 1.0])  # pass@N: 1 - C(2, N) / C(3, N)
+    # the judge: problem 0 wins whenever reply 0 is drawn (1/3, 2/3, 1); problem 1 only with N = 1 and reply 0
+    assert curves["judge"] == pytest.approx([(1 / 3 + 1 / 3) / 2, (2 / 3 + 0) / 2, (1 + 0) / 2])
+    # the vote, N = 3: problem 0 ties three ways (one None): the first drawn readable answer, right 1/2 of the
+    # time; problem 1: the wrong answer twice. Estimated from 2000 draws: standard error <= 0.5 / sqrt(2000) = 0.011
+    assert curves["majority"][2] == pytest.approx((0.5 + 0.0) / 2, abs=4 * 0.011)
+
+
+def _run(seed, sum4, seconds):
+    return {
+        "seed": seed,
+        "warm": {"sum4": 0.2, "sum3": 0.9, "seconds": 10.0},
+        "grpo": {"sum4": sum4, "sum3": 0.9, "arm_seconds": seconds},
+    }
+
+
+def test_summary_and_targets_over_seeds():
+    runs = [_run(0, 0.8, 100.0), _run(1, 0.9, 700.0)]
+    summary = summarize(runs)
+    assert summary["grpo_sum4"]["mean"] == pytest.approx(0.85) and summary["grpo_sum4"]["min"] == 0.8
+    assert summary["seed_minutes"]["max"] == pytest.approx(710 / 60)
+    assert check_targets(runs) == {
+        "each arm within 10 min": False,  # 700 s
+        "each seed's arms within 30 min (3 seeds within 90)": True,
+    }
+    partial = summarize([{"seed": 0}])  # a seed saved before its warm start finished
+    assert partial["seed_minutes"]["mean"] == 0.0
+
+
+def test_unknown_arms_are_refused_before_loading_anything():
+    with pytest.raises(ValueError, match=r"arms: unknown \['dagger'\]"):
+        run_seed(0, arms=["grpo", "dagger"])
+    assert ARMS[0] == "best_of_n" and "grpo_judge" in ARMS
