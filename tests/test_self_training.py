@@ -6,6 +6,7 @@ import torch
 
 from minirl import ALGORITHMS, AlgoConfig, ToyPolicy, make_model
 from minirl.advantages import compute_deltas
+from minirl.lm import make_tiny_lm
 from minirl.lm.recipes import RECIPES, lm_algorithm
 from minirl.losses import dpo_loss, online_dpo_loss, sft_loss
 from minirl.self_training import expert_iteration_batch, group_preference_pairs
@@ -195,3 +196,28 @@ def test_the_new_presets_and_their_refusals():
     assert lm_algorithm("online_dpo").kl_coef == 0.1 and lm_algorithm("online_dpo").ref_refresh_every == 5
     assert RECIPES["pretrained"].algorithm("online_dpo").kl_coef == 0.1
     assert RECIPES["pretrained"].algorithm("expert_iteration").kl_coef == RECIPES["pretrained"].kl_coef
+
+
+def test_expert_iteration_step_on_a_language_model_is_sft_on_the_accepted_replies():
+    """The same equality on a causal LM (the tiny Llama), replies of different lengths, one accepted per group:
+    the loop's gradient (the rejected replies dropped) against sft_loss on expert_iteration_batch's batch."""
+    prompts = ["sort 3 1 2", "sort 9 7"]
+    replies = [["1, 2, 3", "3, 2", "1 2 3 4"], ["7, 9", "9", "7,9"]]
+    rewards = torch.tensor([[1.2, 0.2, 0.0], [0.0, 0.2, 1.2]])
+    algo = ALGORITHMS["expert_iteration"]
+    grads = []
+    for by_hand in (True, False):
+        policy = make_tiny_lm(seed=0, max_new_tokens=12)
+        if by_hand:
+            kept_prompts, kept = expert_iteration_batch(prompts, replies, rewards, threshold=algo.accept_reward)
+            demos = policy.rollout_from_texts(kept_prompts, kept)
+            sft_loss(policy.score(kept_prompts, demos, temperature=1.0).log_probs, demos.mask).backward()
+        else:
+            rollout = policy.rollout_from_texts(prompts, replies)
+            advantages = compute_deltas(rewards, "accepted", accept_reward=algo.accept_reward)
+            optimizer = torch.optim.SGD(policy.parameters(), lr=0.0)
+            policy_update(policy, optimizer, algo, prompts, rollout, advantages, max_grad_norm=None)
+        grads.append(torch.cat([p.grad.flatten() for p in policy.parameters()]))
+    assert grads[0].abs().sum() > 0
+    # the tiny LM's gradients sum ~6,000 float32 terms each (tests/tolerances.py); the batches differ in padding
+    assert_close_f32(grads[1], grads[0], terms=6000)
