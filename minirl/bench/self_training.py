@@ -181,7 +181,8 @@ class SelfTrainingArms(Arms):
             answers = rollout.answers[rows[n]]
             out[f"sum{n}"] = float(task.is_correct(prompts[n], answers).float().mean())
             out[f"sum{n}_format"] = float(task.format_ok(prompts[n], answers).float().mean())
-            out[f"sum{n}_truncated"] = float(rollout.truncated[rows[n]].float().mean())
+            cut = rollout.truncated  # [batch, trial]: a language model's rollout always says which replies were cut
+            out[f"sum{n}_truncated"] = float(cut[rows[n]].float().mean()) if cut is not None else 0.0
         out["examples"] = [reply[0] for reply in rollout.answers[rows[4]][:3]]
         return out
 
