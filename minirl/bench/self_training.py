@@ -43,7 +43,7 @@ from minirl.bench.reasoning_rl import Arms, _run_figures, quick_recipe
 from minirl.best_of_n import best_of_n_by_score, majority_at_k, majority_vote
 from minirl.lm.judge import Judge, JudgedTask, agreement
 from minirl.lm.models import SMOLLM2_ALIAS, load_policy
-from minirl.lm.recipes import model_kind, reasoning_recipe, sft_warm_start
+from minirl.lm.recipes import model_kind, reasoning_recipe
 from minirl.pass_at_k import pass_at_k
 from minirl.results import Record
 from minirl.train import train
@@ -209,19 +209,13 @@ class SelfTrainingArms(Arms):
         }
 
     def imitate(self, noisy: bool, seed: int) -> dict[str, Any]:
+        """Supervised steps on worked 4-number solutions (``SlippedDemonstrations`` when ``noisy``): the recipe's
+        warm start, as many steps as the sampling arms take."""
         recipe, four = self.form(True), self.four()
         task = SlippedDemonstrations(four, self.budgets["noise"]) if noisy else four
         start = time.perf_counter()
-        h = sft_warm_start(
-            self.policy,
-            task,
-            recipe.steps,
-            recipe.sft_prompts_per_step or recipe.prompts_per_step,
-            recipe.sft_learning_rate,
-            seed=seed,
-            threads=recipe.threads,
-            progress=False,
-        )
+        h = recipe.with_(sft_steps=recipe.steps).warm_start(self.policy, task, seed=seed, progress=False)
+        assert h is not None  # sft_steps = steps >= 1
         return {"steps": len(h), "seconds": time.perf_counter() - start, "loss_last": h.last("loss", 5)}
 
     def rl(self, arm: str, seed: int, progress: bool) -> Any:
