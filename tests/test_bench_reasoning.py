@@ -319,7 +319,8 @@ def test_bench_lm_refuses_an_unknown_part(no_model, capsys):
     from minirl.cli import main
 
     with pytest.raises(
-        ValueError, match=r"parts: unknown \['reason'\]; choose from \['tiny', 'smollm2', 'reasoning'\]"
+        ValueError,
+        match=r"parts: unknown \['reason'\]; choose from \['tiny', 'smollm2', 'reasoning', 'self_training'\]",
     ):
         run_lm_benchmark(quick=True, seeds=1, parts=("tiny", "reason"))
     with pytest.raises(ValueError, match="parts: unknown none given"):

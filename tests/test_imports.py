@@ -98,6 +98,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "minirl.protocols",
             "minirl.losses",
             "minirl.advantages",
+            "minirl.self_training",  # samples to training data (expert iteration's batch, DPO's pairs)
             "minirl.estimators",
             "minirl.diagnostics",
             "minirl.hooks",
@@ -111,7 +112,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "minirl.algorithms",
             "minirl.pass_at_k",
             "minirl.best_of_n",
-            "minirl.self_training",
             "minirl.plotting",
             "minirl.preferences",
             "minirl.toy.model",

@@ -252,7 +252,7 @@ class LMRecipe:
         """The preset ``name`` with the language-model knobs (``lm_algorithm``) and the recipe's ``kl_coef``,
         then ``changes``."""
         own = _OWN_KNOBS.get(get_algorithm(name).objective, ())
-        return lm_algorithm(name, **({} if "kl_coef" in own else {"kl_coef": self.kl_coef}), **changes)
+        return lm_algorithm(name, **{**({} if "kl_coef" in own else {"kl_coef": self.kl_coef}), **changes})
 
     def warm_start(self, policy, task, seed: int = 0, progress: bool = True) -> History | None:
         """``sft_steps`` supervised steps on ``task``'s reference answers, ``sft_prompts_per_step`` (or
