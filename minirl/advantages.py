@@ -56,7 +56,7 @@ def compute_deltas(
     - ``"best_vs_worst"``:      Δ = +1 for the group's best reply, −1 for its worst, 0 for the rest
       (``minirl.self_training.group_preference_pairs``: online DPO's pair).
 
-    A group whose rewards are all equal gets deltas of exactly 0 under both group modes, never NaN and
+    A group whose rewards are all equal gets deltas of exactly 0 under the group modes, never NaN and
     never float noise: in float32, r − mean(r) for eight rewards of 1.2 is ±1e-7, not 0, and dividing
     it by std + ε (std ≈ 1e-7) would blow it up to ±0.1. Such groups are detected by exact equality
     (as ``zero_variance_fraction`` counts them) and set to 0.

@@ -42,7 +42,8 @@ def update_mask(algo: AlgoConfig, rollout: Rollout, advantages: torch.Tensor) ->
     """The real tokens the update learns from ``[batch, trial, pos]``: the rollout's mask, and with
     ``delta_mode="accepted"`` (expert iteration) only the accepted replies' tokens, so that ``token_mean`` of
     −log π_θ over them is ``sft_loss`` on the accepted replies: rejected replies leave the batch instead of
-    diluting it. None when every token of every reply is real (the toy sorting task)."""
+    diluting it (and the entropy and KL the step logs are measured on the accepted replies too). None when every
+    token of every reply is real (the toy sorting task)."""
     if algo.delta_mode != "accepted":
         return rollout.mask
     mask = rollout.mask if rollout.mask is not None else torch.ones(rollout.tokens.shape, device=advantages.device)
