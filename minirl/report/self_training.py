@@ -74,34 +74,20 @@ def _best_of_n(run: dict[str, Any]) -> list[str]:
     ]
 
 
-def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> list[str]:
-    f = data["figures"]
-    runs = [dict(r) for r in f["runs"]]
+def _merged_runs(data: dict[str, Any], extra: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Each seed's figures, with the arms ``extra`` (a second command's record) measured for the same seed."""
+    runs = [dict(r) for r in data["figures"]["runs"]]
     if extra is not None:  # an arm measured by a second command, from its own warm start
         for r in runs:
             for x in extra["figures"]["runs"]:
                 if x["seed"] == r["seed"]:
                     r.update({k: v for k, v in x.items() if k in ARM_LABELS})
-    recipe, budgets = f["recipe"], f["budgets"]
-    seeds = ", ".join(str(r["seed"]) for r in runs)
-    lines = [
-        f"From the worked warm start ({recipe['sft_steps']} supervised steps on 3-number sums: "
-        + ", ".join(f"seed {r['seed']} {pct(r['warm']['sum4'], 0)}" for r in runs if "warm" in r)
-        + f" on 4-number sums), each arm trains {recipe['steps']} steps on 4-number sums: the sampling arms draw "
-        f"{recipe['prompts_per_step']} prompts × {recipe['group_size']} replies a step at T = "
-        f"{recipe['temperature']:g} and the imitation arms take {recipe['sft_prompts_per_step']} demonstrations a "
-        f"step. Held-out greedy accuracy on {recipe['eval_prompts']} problems, seed(s) {seeds}:",
-        "",
-        table(
-            ["arm (from the warm start)", "4-number sums", "3-number sums", "steps", "time"], _arm_rows(runs, budgets)
-        ),
-    ]
-    not_run = [a for a in f["arms"] if a != "best_of_n" and not any(a in r for r in runs)]
-    if not_run:
-        lines += [
-            "",
-            "Named in the command but not measured (the run stopped before them): " + ", ".join(not_run) + ".",
-        ]
+    return runs
+
+
+def _judge_lines(runs: list[dict[str, Any]], extra: dict[str, Any] | None) -> list[str]:
+    """GRPO paid by the judge: its reward against the verifier's accuracy, and the replies it learned."""
+    lines: list[str] = []
     judge_runs = [r for r in runs if "grpo_judge" in r]
     if judge_runs:
         r = judge_runs[0]["grpo_judge"]
@@ -116,6 +102,38 @@ def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> li
             f"{pct(r['run']['exact_last5'], 0)}; greedy replies after it: "
             + "; ".join(f"`{e!r}`" for e in r.get("examples", [])[:2]),
         ]
+    return lines
+
+
+def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> list[str]:
+    f = data["figures"]
+    runs = _merged_runs(data, extra)
+    recipe, budgets = f["recipe"], f["budgets"]
+    seeds = ", ".join(str(r["seed"]) for r in runs)
+    warm = (
+        f"the worked warm start ({recipe['sft_steps']} supervised steps on 3-number sums: "
+        + ", ".join(f"seed {r['seed']} {pct(r['warm']['sum4'], 0)}" for r in runs if "warm" in r)
+        + " on 4-number sums)"
+    )
+    rows = _arm_rows(runs, budgets)
+    if not rows:  # only best-of-N measured: no training arm to tabulate
+        lines = [f"From {warm}: no training arm measured (the command ran {', '.join(f['arms'])})."]
+    else:
+        lines = [
+            f"From {warm}, each arm trains {recipe['steps']} steps on 4-number sums: the sampling arms draw "
+            f"{recipe['prompts_per_step']} prompts × {recipe['group_size']} replies a step at T = "
+            f"{recipe['temperature']:g} and the imitation arms take {recipe['sft_prompts_per_step']} demonstrations "
+            f"a step. Held-out greedy accuracy on {recipe['eval_prompts']} problems, seed(s) {seeds}:",
+            "",
+            table(["arm (from the warm start)", "4-number sums", "3-number sums", "steps", "time"], rows),
+        ]
+    not_run = [a for a in f["arms"] if a != "best_of_n" and not any(a in r for r in runs)]
+    if not_run:
+        lines += [
+            "",
+            "Named in the command but not measured (the run stopped before them): " + ", ".join(not_run) + ".",
+        ]
+    lines += _judge_lines(runs, extra)
     with_bon = [dict(r, bon_prompts=budgets["bon_prompts"]) for r in runs if "best_of_n" in r]
     if with_bon:
         lines += ["", *_best_of_n(with_bon[0])]
