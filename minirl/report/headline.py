@@ -128,6 +128,29 @@ def _headline_reasoning_gpu() -> Row | str:
     )
 
 
+def _headline_self_training() -> Row | str:
+    data = _load("bench_self_training_gpu")
+    if data is None:
+        return "python -m minirl.bench.self_training --seeds 0 1 2 --save"
+    runs = data["figures"]["runs"]
+    arms = {"imitate": "imitation of worked solutions", "grpo": "GRPO", "expert_iteration": "expert iteration"}
+    seeds = ", ".join(str(r["seed"]) for r in runs)
+    parts = [f"{label} {pct(runs[0][arm]['sum4'], 0)}" for arm, label in arms.items() if arm in runs[0]]
+    bon = runs[0].get("best_of_n")
+    judge = ""
+    if bon is not None:
+        n = len(bon["curves"]["judge"])
+        curve = bon["curves"]["judge"]
+        judge = f"; the reply a SmolLM2 judge likes best of {n}: {pct(curve[-1], 0)} (one reply: {pct(curve[0], 0)})"
+    steps = data["figures"]["recipe"]["steps"]
+    return (
+        f"What RL adds beyond imitation: notebook 10's task, one budget from one warm start (seed(s) {seeds})",
+        f"4-number sums after {steps} steps from {pct(runs[0]['warm']['sum4'], 0)}: " + ", ".join(parts) + judge,
+        [data],
+        "[Learning from your own samples](RESULTS.md#learning-from-your-own-samples-notebook-11)",
+    )
+
+
 def _headline_trl() -> Row | str:
     data = _load("bench_trl")
     if data is None:
@@ -158,6 +181,7 @@ def headline() -> str:
         ),
         _headline_reasoning,
         _headline_reasoning_gpu,
+        _headline_self_training,
         _headline_trl,
     ):
         row = make()
