@@ -1,7 +1,8 @@
 """RESULTS.md's and notebook 11's block on learning from your own samples (``minirl.bench.self_training``): each arm's
 held-out accuracy from the same warm start at a matched budget, best-of-N against N for three selectors, and the
-judge's agreement with the verifier; on 2 CPU cores (``bench_self_training``) and on one GPU
-(``bench_self_training_gpu``, with its GRPO-on-the-judge arm in ``bench_self_training_gpu_judge``)."""
+judge's agreement with the verifier; on 2 CPU cores (``bench_self_training``, with arms a second command measured in
+``bench_self_training_cpu_arms``) and on one GPU (``bench_self_training_gpu``, with its GRPO-on-the-judge arm in
+``bench_self_training_gpu_judge``)."""
 
 from __future__ import annotations
 
@@ -85,19 +86,15 @@ def _merged_runs(data: dict[str, Any], extra: dict[str, Any] | None) -> list[dic
     return runs
 
 
-def _judge_lines(runs: list[dict[str, Any]], extra: dict[str, Any] | None) -> list[str]:
+def _judge_lines(runs: list[dict[str, Any]]) -> list[str]:
     """GRPO paid by the judge: its reward against the verifier's accuracy, and the replies it learned."""
     lines: list[str] = []
     judge_runs = [r for r in runs if "grpo_judge" in r]
     if judge_runs:
         r = judge_runs[0]["grpo_judge"]
-        own = ""
-        if extra is not None:
-            warm = extra["figures"]["runs"][0]["warm"]["sum4"]
-            own = f" (its own command and warm start, {pct(warm, 0)} on 4-number sums)"
         lines += [
             "",
-            f"GRPO on the judge{own}: its reward (the judge's mean P(yes)) over the last 5 steps "
+            f"GRPO on the judge: its reward (the judge's mean P(yes)) over the last 5 steps "
             f"{r['judge_reward_last5']:.2f}, the verifier's accuracy of the same samples "
             f"{pct(r['run']['exact_last5'], 0)}; greedy replies after it: "
             + "; ".join(f"`{e!r}`" for e in r.get("examples", [])[:2]),
@@ -133,7 +130,14 @@ def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> li
             "",
             "Named in the command but not measured (the run stopped before them): " + ", ".join(not_run) + ".",
         ]
-    lines += _judge_lines(runs, extra)
+    if extra is not None:
+        names = [a for a in extra["figures"]["arms"] if a in ARM_LABELS]
+        warm = extra["figures"]["runs"][0].get("warm", {}).get("sum4")
+        lines += [
+            "",
+            f"{', '.join(names)}: a second command, from its own warm start ({pct(warm, 0)} on 4-number sums).",
+        ]
+    lines += _judge_lines(runs)
     with_bon = [dict(r, bon_prompts=budgets["bon_prompts"]) for r in runs if "best_of_n" in r]
     if with_bon:
         lines += ["", *_best_of_n(with_bon[0])]
@@ -146,14 +150,16 @@ def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> li
 def self_training() -> str:
     """Notebook 11's comparison on 2 CPU cores (or that it is not measured yet), then on one GPU."""
     lines = []
-    cpu = _load("bench_self_training")
-    if cpu is None:
+    cpu, cpu_arms = _load("bench_self_training"), _load("bench_self_training_cpu_arms")
+    if cpu is None and cpu_arms is None:
         lines.append(
             "On 2 CPU cores: "
             + missing("bench_self_training", "python -m minirl.bench.self_training --seeds 0 1 2 --save")
         )
+    elif cpu is None or cpu_arms is None:
+        lines += ["On 2 CPU cores:", "", *_one_record(cpu or cpu_arms)]  # type: ignore[arg-type]
     else:
-        lines += ["On 2 CPU cores:", "", *_one_record(cpu)]
+        lines += ["On 2 CPU cores:", "", *_one_record(cpu, cpu_arms)]
     gpu = _load("bench_self_training_gpu")
     if gpu is not None:
         lines += [
