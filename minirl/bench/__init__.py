@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from minirl.hooks import RunHooks
     from minirl.results import Record
 
-__all__ = ["check_out", "finish", "keep_run", "spread"]
+__all__ = ["check_out", "finish", "keep_run", "part_figures", "spread"]
 
 
 def spread(values) -> dict[str, float]:
@@ -36,6 +36,17 @@ def spread(values) -> dict[str, float]:
         "min": float(a.min()),
         "max": float(a.max()),
     }
+
+
+def part_figures(record: Record, seeds, key: str | None = None, **settings: Any) -> tuple[list[int], dict[str, Any]]:
+    """The seeds (at least one) and the figures a benchmark part fills: ``record.figures``, or its ``key`` entry when
+    the part shares a record with others (``minirl bench --lm``), holding ``settings`` and the seeds."""
+    seeds = list(seeds)
+    if not seeds:
+        raise ValueError("seeds: give at least one seed")
+    figures = record.figures if key is None else record.figures.setdefault(key, {})
+    figures.update(settings, seeds=seeds)
+    return seeds, figures
 
 
 def check_out(out: str | os.PathLike | None) -> None:

@@ -38,7 +38,7 @@ from typing import Any
 import torch
 from tqdm.auto import tqdm
 
-from minirl.bench import finish, spread
+from minirl.bench import finish, part_figures, spread
 from minirl.bench.reasoning_rl import Arms, _run_figures, quick_recipe
 from minirl.best_of_n import best_of_n_by_score, majority_at_k, majority_vote
 from minirl.lm.judge import Judge, JudgedTask, agreement
@@ -327,17 +327,14 @@ def self_training_part(
 ) -> dict[str, bool]:
     """Every arm for every seed into ``record.figures`` (or its ``key`` entry), saved after each seed when ``save``;
     prints the table and returns the targets."""
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("seeds: give at least one seed")
     kind = model_kind(SMOLLM2_ALIAS, device)
     budgets = QUICK_BUDGETS if quick else BUDGETS
     recipe = reasoning_recipe(kind)
     recipe = quick_recipe(recipe) if quick else recipe
-    figures = record.figures if key is None else record.figures.setdefault(key, {})
+    settings = {"kind": kind, "recipe": dataclasses.asdict(recipe), "budgets": budgets, "quick": quick}
+    seeds, figures = part_figures(record, seeds, key, **settings, arms=list(arms))
     runs: list[dict[str, Any]] = []
-    figures.update(kind=kind, recipe=dataclasses.asdict(recipe), budgets=budgets, quick=quick, arms=list(arms))
-    figures.update(seeds=seeds, runs=runs)
+    figures["runs"] = runs
     for seed in seeds:
         runs.append({"seed": seed})
 
