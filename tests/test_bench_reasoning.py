@@ -247,21 +247,19 @@ def test_reasoning_part_keeps_every_seed_with_its_budgets_and_saves_after_each(t
     monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
     calls = []
 
-    def fake_run_seed(seed, arms, budgets, device, progress, quick):
-        calls.append((seed, tuple(arms), budgets, quick))
-        # counts within --quick's samples per prompt (pass_at_k refuses c > n)
-        n = QUICK_BUDGETS["pass_samples"]
-        run = _only(_run(seed, thinking4=0.8 + seed / 100, before=(1, 0), after=(n, 1)), *arms)
-        return {k: v for k, v in run.items() if k != "budgets"}  # reasoning_part adds them
-
-    monkeypatch.setattr(rr, "run_seed", fake_run_seed)
+    monkeypatch.setattr(rr, "run_seed", _fake_run_seed(calls))
     monkeypatch.setattr(rr, "measure_base", lambda device, quick: BASE)
     saved = []
     record = Record("reasoning_fake", seeds=[4, 5])
-    monkeypatch.setattr(record, "save", lambda: saved.append(len(record.figures["reasoning"]["runs"])))
+    monkeypatch.setattr(
+        record, "save", lambda: saved.append([sorted(set(r) & set(ARMS)) for r in record.figures["reasoning"]["runs"]])
+    )
     targets = reasoning_part(record, [4, 5], ARMS, quick=True, save=True, key="reasoning")
-    assert calls == [(4, ARMS, QUICK_BUDGETS, True), (5, ARMS, QUICK_BUDGETS, True)]
-    assert saved == [1, 2]  # after each seed
+    assert calls == [(4, ARMS, QUICK_BUDGETS, True, None), (5, ARMS, QUICK_BUDGETS, True, None)]
+    # after the warm start and after each arm of each seed: a stopped run keeps what it measured
+    assert len(saved) == 2 * (1 + len(ARMS))
+    assert saved[0] == [[]] and saved[1] == [["thinking"]] and saved[5] == [sorted(ARMS)]
+    assert saved[6] == [sorted(ARMS), []] and saved[-1] == [sorted(ARMS)] * 2
     r = record.figures["reasoning"]
     assert r["seeds"] == [4, 5] and r["arms"] == list(ARMS) and r["quick"] is True and r["base"] == BASE
     assert r["budgets"] == QUICK_BUDGETS and [run["budgets"] for run in r["runs"]] == [QUICK_BUDGETS] * 2
@@ -283,9 +281,78 @@ def test_reasoning_part_keeps_every_seed_with_its_budgets_and_saves_after_each(t
     assert record.figures["arms"] == ["thinking", "answer-only"] and record.figures["budgets"] == BUDGETS
 
 
+def _fake_run_seed(calls):
+    """run_seed without a model: the figures of ``_run`` for the arms asked, reported arm by arm to ``after_arm``;
+    ``calls`` collects (seed, arms, budgets, quick, the stored seed's arms)."""
+
+    def fake(seed, arms, budgets, device, progress, quick, done=None, after_arm=None):
+        calls.append((seed, tuple(arms), budgets, quick, None if done is None else sorted(set(done) & set(ARMS))))
+        n = QUICK_BUDGETS["pass_samples"]  # counts within --quick's samples per prompt (pass_at_k refuses c > n)
+        run = _only(_run(seed, thinking4=0.8 + seed / 100, before=(1, 0), after=(n, 1)), *arms)
+        out = {k: v for k, v in run.items() if k not in ARMS and k != "budgets"}  # reasoning_part adds the budgets
+        if after_arm is not None:
+            after_arm(dict(out))
+        for arm in arms:
+            out[arm] = run[arm]
+            if after_arm is not None:
+                after_arm(dict(out))
+        return out
+
+    return fake
+
+
+def test_a_resumed_record_runs_only_the_arms_it_lacks_and_keeps_its_provenance(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(rr, "run_seed", _fake_run_seed(calls))
+    base_calls = []
+    monkeypatch.setattr(rr, "measure_base", lambda device, quick: base_calls.append(1) or BASE)
+    # the first sitting: seed 1's thinking arm only
+    assert rr.run_reasoning_benchmark([1], ["thinking"], quick=True, save="bench_reasoning_fake", resume=True) == 0
+    first = load("bench_reasoning_fake")
+    assert first["figures"]["arms"] == ["thinking"] and "earlier" not in first["figures"]
+    # the second: seeds 1 and 2, every arm; seed 1 keeps its thinking arm and runs the others
+    calls.clear()
+    assert rr.run_reasoning_benchmark([1, 2], ARMS, quick=True, save="bench_reasoning_fake", resume=True) == 0
+    rest = tuple(a for a in ARMS if a != "thinking")
+    assert calls == [(1, rest, QUICK_BUDGETS, True, ["thinking"]), (2, ARMS, QUICK_BUDGETS, True, None)]
+    assert len(base_calls) == 1  # the base model's figures are kept, not measured again
+    second = load("bench_reasoning_fake")
+    f = second["figures"]
+    assert f["seeds"] == second["seeds"] == [1, 2] and f["arms"] == list(ARMS)
+    assert [set(ARMS) <= set(r) for r in f["runs"]] == [True, True]
+    assert f["runs"][0]["thinking"] == first["figures"]["runs"][0]["thinking"]
+    (earlier,) = f["earlier"]
+    assert earlier["date"] == first["date"] and earlier["command"] == first["command"]
+    assert set(earlier) == set(rr.PROVENANCE)
+    # a third sitting with nothing left to run runs nothing and keeps both earlier sittings
+    calls.clear()
+    rr.run_reasoning_benchmark([1, 2], ARMS, quick=True, save="bench_reasoning_fake", resume=True)
+    assert calls == [] and len(load("bench_reasoning_fake")["figures"]["earlier"]) == 2
+
+
+def test_resuming_a_record_of_other_budgets_or_without_save_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    monkeypatch.setattr(rr, "run_seed", _fake_run_seed([]))
+    monkeypatch.setattr(rr, "measure_base", lambda device, quick: BASE)
+    rr.run_reasoning_benchmark([0], ["control"], quick=True, save="bench_reasoning_fake")
+    # the stored record is a quick one: a full run would mix two experiments
+    other = r"resume: the stored record was measured with other recipes, budgets, quick than this run's"
+    with pytest.raises(ValueError, match=other):
+        rr.run_reasoning_benchmark([0], ["thinking"], save="bench_reasoning_fake", resume=True)
+    with pytest.raises(ValueError, match=r"resume: give --save too"):
+        rr.run_reasoning_benchmark([0], resume=True)
+
+
+def test_a_resumed_seed_whose_warm_start_changed_is_refused():
+    stored = {"sum3": 0.9, "sum4": 0.3, "sum4_format": 1.0, "seconds": 50.0}
+    rr._same_warm(0, {**stored, "sum3": 0.9000001, "seconds": 70.0}, stored)  # 7 digits kept; time is no figure
+    with pytest.raises(ValueError, match=r"resume: seed 3's warm start now reaches \{'sum4': \(0.31, 0.3\)\}"):
+        rr._same_warm(3, {**stored, "sum4": 0.31}, stored)
+
+
 def test_a_quick_record_keeps_the_recipes_it_ran(monkeypatch):
-    run = {k: v for k, v in _run(0, before=(1, 0), after=(2, 1)).items() if k != "budgets"}
-    monkeypatch.setattr(rr, "run_seed", lambda seed, *args, **kwargs: run)
+    monkeypatch.setattr(rr, "run_seed", _fake_run_seed([]))
     monkeypatch.setattr(rr, "measure_base", lambda device, quick: BASE)
     record = Record("reasoning_fake")
     reasoning_part(record, [0], quick=True)
@@ -382,3 +449,22 @@ def test_bench_lm_reasoning_part_quick_runs_every_arm_and_saves_a_record(tmp_pat
     assert summary["thinking_sum4"]["mean"] == run["thinking"]["sum4"] and summary["thinking_sum4"]["std"] == 0.0
     minutes = (run["warm"]["seconds"] + run["thinking"]["run"]["train_seconds"]) / 60
     assert summary["warm_plus_grpo_minutes"]["mean"] == pytest.approx(minutes, rel=1e-6)
+
+
+@pytest.mark.smollm2
+def test_a_resumed_quick_run_adds_an_arm_from_the_same_warm_start(tmp_path, monkeypatch):
+    """Two sittings of one seed: the thinking arm, then the hack arm. The second warm start reaches the first's
+    figures (run_seed refuses otherwise), and the hack arm scores the stored honest replies with its verifier."""
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    rr.run_reasoning_benchmark([0], ["thinking"], quick=True, save="bench_reasoning_quick", resume=True)
+    first = load("bench_reasoning_quick")["figures"]["runs"][0]
+    rr.run_reasoning_benchmark([0], ["hack"], quick=True, save="bench_reasoning_quick", resume=True)
+    record = load("bench_reasoning_quick")
+    (run,) = record["figures"]["runs"]
+    assert run["thinking"] == first["thinking"] and run["warm"] == first["warm"]
+    assert run["hack"]["commit"] == record["commit"] and len(record["figures"]["earlier"]) == 1
+    recipe = quick_recipe(reasoning_recipe(record["figures"]["kind"]))
+    prompts = recipe.reasoning_task("sum", n_numbers=4).eval_prompts(recipe.eval_prompts)
+    lenient = recipe.reasoning_task("sum", n_numbers=4, reward="substring")
+    honest = lenient.rewards(prompts, run["thinking"]["replies"]).mean()
+    assert run["hack"]["honest_proxy"] == pytest.approx(float(honest), rel=1e-6)  # 7 digits kept

@@ -311,8 +311,8 @@ def test_the_reasoning_benchmark_was_measured_with_the_recipe_and_budgets():
     from minirl.bench.reasoning_rl import BUDGETS
 
     bench = _reasoning_record("bench_reasoning")
-    assert bench["recipes"] == {
-        "thinking": dataclasses.asdict(reasoning_recipe("pretrained")),
+    assert bench["recipes"] == {  # reasoning_part keeps a recipe per form (reasoning_rl.FORMS)
+        "think": dataclasses.asdict(reasoning_recipe("pretrained")),
         "answer": dataclasses.asdict(reasoning_recipe("pretrained", thinking=False)),
     }
     assert bench["budgets"] == BUDGETS and bench["quick"] is False

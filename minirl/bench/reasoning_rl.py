@@ -16,6 +16,10 @@ knobs) and the same budgets (``BUDGETS``), for each seed it is given, on SmolLM2
 - ``fix``: from the worked warm start, GRPO on the fixed verifier (``fix_reward``, by default ``"answer"``: the
   answer read strictly and compared for equality, no format part).
 
+A run takes hours on 2 CPU cores (the arms of one seed, about two), so the record is saved after each arm and
+``--resume`` continues it in another sitting: the arms it holds are kept, each with the commit it ran at, the seed's
+warm start is made again and must reach the stored figures, and every sitting's provenance is kept.
+
 Every budget is a number of steps, so a busy or slow machine changes how long a run takes, not what it
 measures; each record keeps the wall time of every stage beside its steps, and the machine's calibration
 (``minirl.results``). Every accuracy is greedy, on the same ``eval_prompts`` held-out problems of 3 and of 4
@@ -23,6 +27,7 @@ numbers. Seed ``s`` seeds the warm starts, GRPO's draws and the pass@k samples w
 prompts with ``s + 1``, as the notebook does for seed 0.
 
     python -m minirl.bench.reasoning_rl --seeds 0 1 2 --save          # results/bench_reasoning.json
+    python -m minirl.bench.reasoning_rl --seeds 0 1 2 --save --resume # continue it: run only the arms it lacks
     minirl bench --lm --parts reasoning --seeds 3 --save              # the same, as part 4 of ``bench --lm``
 
 Targets (the summary checks them over seeds): thinking GRPO reaches a mean of at least 75% on held-out 4-number
@@ -36,18 +41,20 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
 from tqdm.auto import tqdm
 
-from minirl.bench import finish, spread
+from minirl.bench import finish, part_figures, spread
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, model_kind, reasoning_recipe, sft_warm_start
 from minirl.pass_at_k import pass_curve, sampled_correct_counts
-from minirl.results import Record, history_figures
+from minirl.results import Record, git_commit, history_figures, results_path
+from minirl.results.records import _jsonable
 from minirl.train import evaluate, train
 
 __all__ = [
@@ -196,6 +203,20 @@ def _timed(fn, *args) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
+WARM_FIGURES = ("sum3", "sum4", "sum4_format")
+"""What a resumed seed's warm start must reach again (``run_seed``'s ``done``): the arms it adds start from it."""
+
+
+def _same_warm(seed: int, now: dict[str, Any], stored: dict[str, Any]) -> None:
+    """A resumed seed's warm start reaches the stored figures, or a ValueError says the code or machine changed."""
+    differ = {k: (now[k], stored[k]) for k in WARM_FIGURES if abs(now[k] - stored[k]) > 1e-6}  # 7 digits kept
+    if differ:
+        raise ValueError(
+            f"resume: seed {seed}'s warm start now reaches {differ} (now, stored): the code or the machine changed "
+            "since the stored arms were measured, so new arms would not start where they did; run without --resume"
+        )
+
+
 def run_seed(
     seed: int,
     arms: Sequence[str] = ARMS,
@@ -203,63 +224,83 @@ def run_seed(
     device: str | None = None,
     progress: bool = True,
     quick: bool = False,
+    done: dict[str, Any] | None = None,
+    after_arm: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
-    """Every arm in ``arms`` for one seed, from a fresh copy of the model; the figures of each arm."""
+    """Every arm in ``arms`` for one seed, from a fresh copy of the model; the figures of each arm, each with the
+    commit it ran at.
+
+    ``done``: this seed's figures from an earlier run of the benchmark (``--resume``): the warm start must reach
+    its figures again (``WARM_FIGURES``), and its thinking arm's greedy replies give the hack and fix arms the
+    honest run's proxy reward. ``after_arm`` is called with the figures so far after the warm start and after each
+    arm (a benchmark saves them: a stopped run keeps what it measured)."""
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:
         raise ValueError(f"arms: unknown {unknown}; choose from {list(ARMS)}")
+    arms = [a for a in ARMS if a in arms]  # the honest (thinking) run before the verifiers' that score its replies
     b = {**(QUICK_BUDGETS if quick else BUDGETS), **(budgets or {})}
     m = Arms(model_kind(SMOLLM2_ALIAS, device), b, device, quick)
+    commit = git_commit()[0]
     base = m.snapshot()
     four = m.tasks[True][4]
-    bar = tqdm(total=len(arms) + 1, desc=f"seed {seed}", disable=not progress)
     thinking = m.recipes[True]
+    prompts = four.eval_prompts(thinking.eval_prompts)
     out: dict[str, Any] = {"seed": seed, "prompt": m.policy.render(four.eval_prompts(1)[0])}
-    out["warm"] = {**m.warm_start(True, thinking.sft_steps, seed), **m.held_out(True)}
+    out["warm"] = {**m.warm_start(True, thinking.sft_steps, seed), **m.held_out(True), "commit": commit}
+    if done is not None:
+        _same_warm(seed, out["warm"], done["warm"])
     warm = m.snapshot()  # every arm but answer-only starts from this warm start
-    bar.update()
-    honest = None
-    if "thinking" in arms:
-        before, before_s = _timed(m.pass_counts, seed)
-        h = m.grpo(four, True, seed, progress=progress)
-        honest = m.snapshot()
-        out["thinking"] = {"run": _run_figures(h), **m.held_out(True)}
-        after, after_s = _timed(m.pass_counts, seed)
-        out["thinking"]["pass"] = {"before": before, "after": after, "seconds": before_s + after_s}
-        bar.update()
-    if "control" in arms:
-        m.restore(warm)
-        out["control"] = {**m.warm_start(True, b["control_steps"], seed + 1), **m.held_out(True)}
-        bar.update()
-    if "answer-only" in arms:
-        m.restore(base)
-        bare = {**m.warm_start(False, m.recipes[False].sft_steps, seed), **m.held_out(False)}
-        h = m.grpo(m.tasks[False][4], False, seed, b["answer_steps"], progress)
-        out["answer-only"] = {"warm": bare, "run": _run_figures(h), **m.held_out(False)}
-        bar.update()
-    for arm, reward in (("hack", b["hack_reward"]), ("fix", b["fix_reward"])):
-        if arm not in arms:
-            continue
-        m.restore(warm)
-        verifier = thinking.reasoning_task("sum", thinking=True, n_numbers=4, reward=reward)
-        h = m.grpo(verifier, True, seed, progress=progress)
-        prompts = four.eval_prompts(thinking.eval_prompts)
-        replies = m.policy.greedy(prompts).answers
-        out[arm] = {
-            "reward": reward,
-            "run": _run_figures(h),
-            **m.held_out(True),
-            "proxy": float(verifier.rewards(prompts, replies).mean()),
-            "kinds": four.answer_kinds(prompts, replies),
-        }
-        if honest is not None:  # the honest run's replies, scored by this arm's verifier
-            hacked = m.snapshot()
-            m.restore(honest)
-            out[arm]["honest_proxy"] = float(verifier.rewards(prompts, m.policy.greedy(prompts).answers).mean())
-            m.restore(hacked)
-        bar.update()
-    bar.close()
+
+    def finished(arm: str, figures: dict[str, Any]) -> None:
+        out[arm] = {**figures, "commit": commit}
+        if after_arm is not None:
+            after_arm(out)
+
+    if after_arm is not None:
+        after_arm(out)
+    bar = tqdm(arms, desc=f"seed {seed}", disable=not progress)
+    for arm in bar:
+        bar.set_postfix_str(arm)
+        if arm == "thinking":
+            m.restore(warm)
+            before, before_s = _timed(m.pass_counts, seed)
+            h = m.grpo(four, True, seed, progress=progress)
+            figures = {"run": _run_figures(h), **m.held_out(True), "replies": m.policy.greedy(prompts).answers}
+            after, after_s = _timed(m.pass_counts, seed)
+            finished(arm, {**figures, "pass": {"before": before, "after": after, "seconds": before_s + after_s}})
+        elif arm == "control":
+            m.restore(warm)
+            finished(arm, {**m.warm_start(True, b["control_steps"], seed + 1), **m.held_out(True)})
+        elif arm == "answer-only":
+            m.restore(base)
+            bare = {**m.warm_start(False, m.recipes[False].sft_steps, seed), **m.held_out(False)}
+            h = m.grpo(m.tasks[False][4], False, seed, b["answer_steps"], progress)
+            finished(arm, {"warm": bare, "run": _run_figures(h), **m.held_out(False)})
+        else:  # hack, fix: GRPO on another verifier
+            m.restore(warm)
+            honest = nested(out, ("thinking", "replies")) or nested(done, ("thinking", "replies"))
+            finished(arm, _verifier_arm(m, b[f"{arm}_reward"], seed, prompts, honest, progress))
     return out
+
+
+def _verifier_arm(m: Arms, reward: str, seed: int, prompts, honest: list | None, progress: bool) -> dict[str, Any]:
+    """GRPO on 4-number sums with the verifier ``reward`` (from the weights ``m`` holds): its run, held-out
+    accuracy, the verifier's mean reward on the greedy replies to ``prompts`` (``proxy``), their kinds, and the
+    same verifier's reward on the ``honest`` run's replies when there are some."""
+    four = m.tasks[True][4]
+    verifier = m.recipes[True].reasoning_task("sum", thinking=True, n_numbers=4, reward=reward)
+    h = m.grpo(verifier, True, seed, progress=progress)
+    replies = m.policy.greedy(prompts).answers
+    figures = {
+        "reward": reward,
+        "run": _run_figures(h),
+        **m.held_out(True),
+        "proxy": float(verifier.rewards(prompts, replies).mean()),
+        "kinds": four.answer_kinds(prompts, replies),
+    }
+    if honest is not None:  # the honest run's replies, scored by this verifier
+        figures["honest_proxy"] = float(verifier.rewards(prompts, honest).mean())
+    return figures
 
 
 def nested(run: Any, path: tuple[str, ...]) -> Any:
@@ -415,6 +456,27 @@ def measure_base(device: str | None = None, quick: bool = False) -> dict[str, fl
     return out
 
 
+PROVENANCE = ("command", "commit", "dirty", "date", "duration_s", "machine", "load")
+"""What a resumed record keeps of each earlier invocation (``figures["earlier"]``)."""
+
+
+def _resumed(stored: dict[str, Any] | None, figures: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The runs of an earlier record of this part (its dict as saved) and its invocations' provenance, after
+    checking it was measured with the same model kind, recipes, budgets and mode as ``figures`` holds now."""
+    if stored is None:
+        return [], []
+    old = stored["figures"]
+    now = json.loads(json.dumps(_jsonable(figures)))  # as a record keeps them (7 significant digits)
+    differ = [k for k in ("kind", "recipes", "budgets", "quick") if old.get(k) != now[k]]
+    if differ:
+        raise ValueError(
+            f"resume: the stored record was measured with other {', '.join(differ)} than this run's: its arms and "
+            "these would not be one experiment; run without --resume (or save under another name)"
+        )
+    earlier = [*old.get("earlier", []), {k: stored.get(k) for k in PROVENANCE}]
+    return list(old["runs"]), earlier
+
+
 def reasoning_part(
     record: Record,
     seeds: Sequence[int],
@@ -423,27 +485,51 @@ def reasoning_part(
     save: bool = False,
     key: str | None = None,
     device: str | None = None,
+    resume: dict[str, Any] | None = None,
 ) -> dict[str, bool]:
     """Every arm for every seed, one after the other, into ``record.figures`` (or its ``key`` entry), saved again
-    after each seed when ``save`` (a stopped run keeps what it measured); prints the table and returns the
-    targets."""
-    seeds = list(seeds)
-    if not seeds:
-        raise ValueError("seeds: give at least one seed")
+    after each arm when ``save`` (a stopped run keeps what it measured); prints the table and returns the
+    targets.
+
+    ``resume``: an earlier record of this part (as saved, measured with the same kind, recipes, budgets and mode):
+    its runs are kept, only the arms they lack run (each from the same warm start, checked), and its provenance is
+    kept in ``figures["earlier"]``: one experiment, measured in several sittings."""
     kind = model_kind(SMOLLM2_ALIAS, device)
     budgets = QUICK_BUDGETS if quick else BUDGETS
     shrink = quick_recipe if quick else (lambda r: r)
-    figures = record.figures if key is None else record.figures.setdefault(key, {})
-    base = measure_base(device, quick)
-    runs: list[dict[str, Any]] = []
     recipes = {form: dataclasses.asdict(shrink(reasoning_recipe(kind, thinking))) for form, thinking in FORMS.items()}
-    figures.update(kind=kind, recipes=recipes, budgets=budgets, quick=quick, arms=list(arms), seeds=list(seeds))
+    seeds, figures = part_figures(record, seeds, key, kind=kind, recipes=recipes, budgets=budgets, quick=quick)
+    runs, earlier = _resumed(resume, figures)
+    base = resume["figures"]["base"] if resume is not None else measure_base(device, quick)
     figures.update(base=base, runs=runs)
+    if earlier:
+        figures["earlier"] = earlier
+
+    def keep(seed: int) -> Callable[[dict[str, Any]], None]:
+        def after_arm(out: dict[str, Any]) -> None:
+            i = next((i for i, r in enumerate(runs) if r["seed"] == seed), None)
+            merged = {**(runs[i] if i is not None else {}), **out, "budgets": budgets}
+            if i is not None:
+                merged["warm"] = runs[i]["warm"]  # the stored warm start (the new one reached its figures)
+                runs[i] = merged
+            else:
+                runs.append(merged)
+            runs.sort(key=lambda r: r["seed"])
+            figures["summary"] = summarize(runs, base)
+            if save:
+                record.save()
+
+        return after_arm
+
     for seed in seeds:
-        runs.append({**run_seed(seed, arms, budgets, device, progress=not quick, quick=quick), "budgets": budgets})
-        figures["summary"] = summarize(runs, base)
-        if save:
-            record.save()
+        done = next((r for r in runs if r["seed"] == seed), None)
+        todo = [a for a in arms if done is None or a not in done]
+        if todo:
+            run_seed(seed, todo, budgets, device, not quick, quick, done=done, after_arm=keep(seed))
+    ran = {a for r in runs for a in ARMS if a in r}
+    figures.update(seeds=[r["seed"] for r in runs], arms=[a for a in ARMS if a in ran])
+    record.seeds = figures["seeds"]
+    figures["summary"] = summarize(runs, base)
     _report(runs, figures["summary"])
     return check_targets(figures["summary"])
 
@@ -455,11 +541,17 @@ def run_reasoning_benchmark(
     save: str | None = None,
     out: str | None = None,
     device: str | None = None,
+    resume: bool = False,
 ) -> int:
-    """``reasoning_part`` on its own record (``save``: its results name), then the targets (``bench.finish``)."""
+    """``reasoning_part`` on its own record (``save``: its results name; ``resume``: continue the record saved
+    under that name, if there is one), then the targets (``bench.finish``)."""
     seeds = list(seeds)
-    record = Record(save or "bench_reasoning", seeds=seeds)
-    targets = reasoning_part(record, seeds, arms, quick, save is not None, device=device)
+    name = save or "bench_reasoning"
+    if resume and save is None:
+        raise ValueError("resume: give --save too (the record to continue and to save into)")
+    stored = json.loads(results_path(name).read_text()) if resume and results_path(name).exists() else None
+    record = Record(name, seeds=seeds)
+    targets = reasoning_part(record, seeds, arms, quick, save is not None, device=device, resume=stored)
     return finish(record, targets, save, quick, out)
 
 
@@ -469,8 +561,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS, help="the arms to run (default all)")
     parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
     parser.add_argument("--save", nargs="?", const="bench_reasoning", default=None, metavar="NAME")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the record saved under --save's name: keep its arms, run only those it lacks",
+    )
     args = parser.parse_args(argv)
-    return run_reasoning_benchmark(args.seeds, args.arms, args.quick, args.save)
+    return run_reasoning_benchmark(args.seeds, args.arms, args.quick, args.save, resume=args.resume)
 
 
 if __name__ == "__main__":
