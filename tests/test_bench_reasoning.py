@@ -251,15 +251,23 @@ def test_reasoning_part_keeps_every_seed_with_its_budgets_and_saves_after_each(t
     monkeypatch.setattr(rr, "measure_base", lambda device, quick: BASE)
     saved = []
     record = Record("reasoning_fake", seeds=[4, 5])
-    monkeypatch.setattr(
-        record, "save", lambda: saved.append([sorted(set(r) & set(ARMS)) for r in record.figures["reasoning"]["runs"]])
-    )
+    seeds_saved = []
+
+    def save():
+        f = record.figures["reasoning"]
+        saved.append([sorted(set(r) & set(ARMS)) for r in f["runs"]])
+        seeds_saved.append((f["seeds"], f["arms"]))
+
+    monkeypatch.setattr(record, "save", save)
     targets = reasoning_part(record, [4, 5], ARMS, quick=True, save=True, key="reasoning")
     assert calls == [(4, ARMS, QUICK_BUDGETS, True, None), (5, ARMS, QUICK_BUDGETS, True, None)]
     # after the warm start and after each arm of each seed: a stopped run keeps what it measured
     assert len(saved) == 2 * (1 + len(ARMS))
     assert saved[0] == [[]] and saved[1] == [["thinking"]] and saved[5] == [sorted(ARMS)]
     assert saved[6] == [sorted(ARMS), []] and saved[-1] == [sorted(ARMS)] * 2
+    # a stopped run's record says which seeds and arms it holds
+    assert seeds_saved[0] == ([4], []) and seeds_saved[1] == ([4], ["thinking"])
+    assert seeds_saved[6] == ([4, 5], list(ARMS))
     r = record.figures["reasoning"]
     assert r["seeds"] == [4, 5] and r["arms"] == list(ARMS) and r["quick"] is True and r["base"] == BASE
     assert r["budgets"] == QUICK_BUDGETS and [run["budgets"] for run in r["runs"]] == [QUICK_BUDGETS] * 2

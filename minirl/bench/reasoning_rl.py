@@ -477,6 +477,15 @@ def _resumed(stored: dict[str, Any] | None, figures: dict[str, Any]) -> tuple[li
     return list(old["runs"]), earlier
 
 
+def _index(record: Record, figures: dict[str, Any]) -> None:
+    """The seeds and arms ``figures["runs"]`` hold (a stopped or resumed run says what it measured), and the summary."""
+    runs = figures["runs"]
+    ran = {a for r in runs for a in ARMS if a in r}
+    figures.update(seeds=[r["seed"] for r in runs], arms=[a for a in ARMS if a in ran])
+    figures["summary"] = summarize(runs, figures["base"])
+    record.seeds = figures["seeds"]
+
+
 def reasoning_part(
     record: Record,
     seeds: Sequence[int],
@@ -515,7 +524,7 @@ def reasoning_part(
             else:
                 runs.append(merged)
             runs.sort(key=lambda r: r["seed"])
-            figures["summary"] = summarize(runs, base)
+            _index(record, figures)
             if save:
                 record.save()
 
@@ -526,10 +535,7 @@ def reasoning_part(
         todo = [a for a in arms if done is None or a not in done]
         if todo:
             run_seed(seed, todo, budgets, device, not quick, quick, done=done, after_arm=keep(seed))
-    ran = {a for r in runs for a in ARMS if a in r}
-    figures.update(seeds=[r["seed"] for r in runs], arms=[a for a in ARMS if a in ran])
-    record.seeds = figures["seeds"]
-    figures["summary"] = summarize(runs, base)
+    _index(record, figures)
     _report(runs, figures["summary"])
     return check_targets(figures["summary"])
 
