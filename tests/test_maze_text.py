@@ -1,0 +1,145 @@
+"""toy_envs.maze_text: the maze of notebook 01 as a conversation, and its task for the training loop.
+
+Tolerances: ``uniform_success`` is float64 dynamic programming on a few numbers (exact to ~1e-15; ``abs=1e-12``);
+the Monte Carlo check compares a binomial estimate from N episodes with the exact probability p, within 4 standard
+errors sqrt(p (1 - p) / N) (a false alarm about once in 16,000 runs; the generator is seeded, so never here).
+"""
+
+import math
+
+import pytest
+import torch
+
+from toy_envs.maze import Maze
+from toy_envs.maze_text import (
+    MAZE_SYSTEM,
+    MazeEpisode,
+    MazeWalk,
+    TextMazeTask,
+    floor_cells,
+    observation,
+    parse_move,
+    uniform_reply,
+    uniform_success,
+)
+
+MAZE = Maze()
+
+
+def test_the_observation_says_where_the_walker_is_and_what_it_may_do():
+    assert observation(MAZE, 0, 6) == (
+        "You are at row 0, column 0. The goal is at row 4, column 2. Moves left: 6. "
+        "Permitted moves: right, down. Your move?"
+    )
+    # cell 11, one move before the goal: up, left and down (right is off the grid)
+    assert observation(MAZE, 11, 1).endswith("Moves left: 1. Permitted moves: left, up, down. Your move?")
+
+
+@pytest.mark.parametrize(
+    ("reply", "move"),
+    [("down", 3), (" Down.", 3), ("RIGHT!", 0), ("left\n", 1), ("up", 2)],
+)
+def test_a_move_word_is_read_whatever_its_case_and_full_stop(reply, move):
+    assert parse_move(reply) == move
+
+
+@pytest.mark.parametrize(
+    "reply",
+    ["", "go down", "downward", "down down", "You are at row 0, column 0.", "d o w n", "down" + " " * 40, None, 3],
+)
+def test_anything_but_one_move_word_is_not_a_move(reply):
+    assert parse_move(reply) is None
+
+
+def test_the_uniform_walkers_success_is_the_course_value_over_the_goal_reward():
+    """Notebook 01's figures: from cell 11 with one move left the uniform walker is worth 10/3, so its chance of
+    success with the whole budget is at least 1/3; from the start with 6 moves, 10/81 in return: 1/81."""
+    success = uniform_success(MAZE)
+    assert success[MAZE.start] == pytest.approx(1 / 81, abs=1e-12)
+    assert success[11] > 1 / 3 and success[14] == 0.0 and success[6] == 0.0  # the goal and a wall: no walk
+    cells = floor_cells(MAZE)
+    assert cells == [0, 1, 2, 3, 4, 5, 8, 9, 10, 11]
+    # the 18 % of issue 33's measurement: the mean over the floor cells
+    assert float(success[cells].mean()) == pytest.approx(0.17788065843621398, abs=1e-12)
+
+
+def test_walking_the_text_maze_with_the_uniform_replies_matches_the_exact_success():
+    """The conversation obeys the maze's rules: N uniform walks from cell 8 succeed as often as DP says."""
+    gen, n, cell = torch.Generator().manual_seed(0), 4000, 8
+    wins = 0
+    for _ in range(n):
+        walk = MazeWalk(MAZE, cell)
+        done = False
+        while not done:
+            _, _, done = walk.step(uniform_reply(MAZE, walk.cell, gen))
+        wins += walk.episode.success
+    p = float(uniform_success(MAZE)[cell])
+    assert abs(wins / n - p) < 4 * math.sqrt(p * (1 - p) / n), (wins / n, p)
+
+
+def test_a_walk_reaches_the_goal_and_ends():
+    walk = MazeWalk(MAZE, 11)
+    assert walk.first_message() == observation(MAZE, 11, 6)
+    assert walk.step("down") == (None, 10.0, True)
+    ep = walk.episode
+    assert (ep.success, ep.reward, ep.cells, ep.moves, ep.turns, ep.invalid) == (True, 10.0, [11, 14], [3], 1, 0)
+    with pytest.raises(RuntimeError, match="the episode is over"):
+        walk.step("down")
+
+
+def test_a_reply_that_is_not_a_move_or_hits_a_wall_is_a_wasted_turn_with_a_short_error():
+    walk = MazeWalk(MAZE, 0)
+    message, reward, done = walk.step("I think I should go down")
+    assert message.startswith("'I think I should go down' is not a move: answer with one word, right, left, up or ")
+    assert message.endswith(observation(MAZE, 0, 5)) and (reward, done) == (0.0, False)
+    message, _, _ = walk.step("up")  # off the grid: the walker stays
+    assert message == "You cannot move up from here: you stay. " + observation(MAZE, 0, 4)
+    message, _, _ = walk.step("")
+    assert message.startswith("'an empty reply' is not a move")
+    walk.step("right")
+    assert walk.cell == 1 and walk.steps_left == 2
+    walk.step("x" * 500)  # a long reply is cut in the error message, never executed
+    assert len(walk.episode.replies[-1]) == 500
+    assert walk.step("left") == (None, 0.0, True)  # the budget is spent
+    ep = walk.episode
+    assert (ep.turns, ep.invalid, ep.success, ep.cells) == (6, 3, False, [0, 0, 0, 0, 1, 1, 0])
+
+
+def test_a_walk_starts_on_a_floor_cell():
+    for bad in (14, 6, -1, 99, "0"):
+        with pytest.raises(ValueError, match=r"start must be a floor cell of the maze"):
+            MazeWalk(MAZE, bad)
+
+
+def _episode(reward, invalid=0):
+    return MazeEpisode(start=0, replies=["?"] * invalid, moves=[None] * invalid, reward=reward, success=reward > 0)
+
+
+def test_the_task_draws_start_cells_and_scores_episodes():
+    task = TextMazeTask()
+    assert task.max_turns == 6 and task.start_cells == floor_cells(MAZE)
+    prompts = task.sample_prompts(200, torch.Generator().manual_seed(0))
+    assert {p.start for p in prompts} == set(task.start_cells)  # every cell drawn in 200 (each 1/10)
+    again = task.sample_prompts(200, torch.Generator().manual_seed(0))
+    assert [p.start for p in again] == [p.start for p in prompts]
+    first = prompts[0]
+    assert first.messages[0] == {"role": "system", "content": MAZE_SYSTEM}
+    assert first.messages[1]["content"] == observation(MAZE, first.start, 6)
+    assert [p.start for p in task.eval_prompts(100)] == task.start_cells
+    assert [p.start for p in task.eval_prompts(3)] == [0, 1, 2]
+    answers = [[_episode(10.0), _episode(0.0, invalid=2)], [_episode(0.0), _episode(10.0, invalid=1)]]
+    assert task.rewards(prompts[:2], answers).tolist() == [[10.0, 0.0], [0.0, 10.0]]
+    assert task.is_correct(prompts[:2], answers).tolist() == [[True, False], [False, True]]
+    assert task.format_ok(prompts[:2], answers).tolist() == [[True, False], [True, False]]
+    assert isinstance(task.make_env(first), MazeWalk) and task.make_env(first).cell == first.start
+    with pytest.raises(ValueError, match=r"n must be a positive int; got 0"):
+        task.sample_prompts(0)
+    with pytest.raises(ValueError, match=r"start must be a floor cell of the maze, one of \[0, 1, 2"):
+        task.prompt(14)
+
+
+def test_the_task_is_an_episodic_task_for_the_loop():
+    from minirl.protocols import EpisodicTask, FormatTask, HeldOutTask
+
+    task = TextMazeTask()
+    assert isinstance(task, EpisodicTask) and isinstance(task, FormatTask) and isinstance(task, HeldOutTask)
