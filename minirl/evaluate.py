@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import torch
 
+from minirl.episodes import greedy_rollout, sample_rollout
 from minirl.pass_at_k import sampled_pass_at_k
 from minirl.protocols import (
     FormatTask,
@@ -71,14 +72,10 @@ def evaluate(
     graded = task if isinstance(task, ProcessRewardTask) and isinstance(task, ToyTask) else None
     if graded is not None:
         best = graded.per_position_rewards(prompts, graded.sorted_responses(prompts).unsqueeze(1)).sum(dim=-1)
-    kinds = [("greedy", policy.greedy(prompts))]
+    kinds = [("greedy", greedy_rollout(policy, task, prompts))]
     if sampled:
-        kinds.append(
-            (
-                "sampled",
-                policy.sample(prompts, 1, temperature=1.0, generator=device_generator(generator, policy.device)),
-            )
-        )
+        gen = device_generator(generator, policy.device)
+        kinds.append(("sampled", sample_rollout(policy, task, prompts, 1, temperature=1.0, generator=gen)))
     out = {}
     for kind, rollout in kinds:
         answers = rollout.answers
@@ -96,7 +93,7 @@ def evaluate(
         out.update(sampled_pass_at_k(policy, task, first, pass_k, ks, generator))
     if isinstance(task, UnseenAnswersTask) and (n_unseen := min(task.n_unseen_problems, n_prompts)):
         unseen = task.unseen_answer_prompts(n_unseen)
-        answers = policy.greedy(unseen).answers
+        answers = greedy_rollout(policy, task, unseen).answers
         out["unseen_greedy_exact"] = float(task.is_correct(unseen, answers).float().mean())
         out["unseen_greedy_format"] = float(task.format_ok(unseen, answers).float().mean())
     return out

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from minirl.episodes import sample_rollout
 from minirl.protocols import Policy, Task
 from minirl.utils import device_generator
 
@@ -108,7 +109,7 @@ def sampled_correct_counts(
     counts = []
     for start in range(0, len(prompts), per_call):
         chunk = prompts[start : start + per_call]
-        rollout = policy.sample(chunk, n_samples, temperature=1.0, generator=device_gen)
+        rollout = sample_rollout(policy, task, chunk, n_samples, temperature=1.0, generator=device_gen)
         correct = task.is_correct(chunk, rollout.answers).to("cpu").reshape(len(chunk), n_samples)
         counts.append(correct.sum(dim=1))
     return torch.cat(counts) if counts else torch.zeros(0, dtype=torch.int64)

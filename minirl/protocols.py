@@ -18,6 +18,8 @@ capability of its own, a protocol that extends ``Task`` by one or two members; t
     FormatTask          format_ok                   answers that can be in the wrong form (text)
     HeldOutTask         eval_prompts                evaluation prompts training never sees (text)
     UnseenAnswersTask   unseen_answer_prompts       problems whose answer training never sees (text)
+    EpisodicTask        make_env, max_turns         an answer is an episode: several turns with an environment
+                                                    (``minirl.episodes``; notebook 12's maze)
     ToyTask             n_tokens, prompt_length,    token tensors of fixed sizes and a reference answer:
                         response_length,            what ``make_model`` and ``train_supervised`` use
                         sorted_responses
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
+    "EpisodicTask",
     "FormatTask",
     "HeldOutTask",
     "MaskedTask",
@@ -263,6 +266,23 @@ class UnseenAnswersTask(FormatTask, Protocol):
 
     def unseen_answer_prompts(self, n: int, /) -> Any:
         """The first ``n`` of them, the same ones every time."""
+        ...
+
+
+@runtime_checkable
+class EpisodicTask(Task, Protocol):
+    """A task whose answer is an episode: the model and an environment take turns (the environment's reply is
+    unknown in advance), and the reward comes from the environment. The loop samples with
+    ``minirl.episodes.sample_episodes`` instead of the policy's one-reply ``sample``; a rollout's ``answers``
+    are the environments' episode records, which ``rewards`` and ``is_correct`` read."""
+
+    @property
+    def max_turns(self) -> int:
+        """The most replies an episode holds (the environment may end it sooner)."""
+        ...
+
+    def make_env(self, prompt: Any, /) -> Any:
+        """A fresh environment for one episode from ``prompt`` (``minirl.episodes.Conversation``)."""
         ...
 
 

@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from minirl.advantages import GROUP_MODES, compute_deltas, zero_variance_fraction
 from minirl.algorithms import AlgoConfig, AlgoField
 from minirl.diagnostics import cannot_learn, length_by_correctness
+from minirl.episodes import sample_rollout
 from minirl.evaluate import evaluate, evaluation_generator, evaluation_prompts
 from minirl.history import History
 from minirl.hooks import RunHooks, TrainState
@@ -400,7 +401,10 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
             step_start = time.perf_counter()
             prompts = task.sample_prompts(cfg.prompts_per_step, generator)
             rollout = _with_mask(
-                task, policy.sample(prompts, cfg.group_size, temperature=cfg.temperature, generator=sample_generator)
+                task,
+                sample_rollout(
+                    policy, task, prompts, cfg.group_size, temperature=cfg.temperature, generator=sample_generator
+                ),
             )
             gen_seconds = time.perf_counter() - step_start
             rewards = task.rewards(prompts, rollout.answers).to(device)  # [batch, trial]

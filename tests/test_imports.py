@@ -121,6 +121,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "minirl.lm.cpu_decode",
             "minirl.lm.policy",
             "minirl.lm.models",
+            "minirl.episodes",  # multi-turn rollouts: what the loop samples for an episodic task
             "minirl.maze_policy",
         ),
     ),

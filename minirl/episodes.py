@@ -1,0 +1,263 @@
+"""Multi-turn episodes: a language model talks with an environment, and the episode becomes one token sequence.
+
+An episode is the conversation after the prompt, laid out as the tokens the model read and wrote::
+
+    [ reply 1 ... <eos> | env turn 1 | reply 2 ... <eos> | env turn 2 | ... | last reply ... <eos> ]
+      mask 1 1 1 1 1      0 0 0 0 0    1 1 1 1 1 1 1 1     0 0 0 0 0          1 1 1 1 1 1 1 1
+
+where an env turn is the chat template's text between the end of one assistant reply and the start of the next:
+the user message holding the environment's answer, and the assistant's turn opened again. The episode is a
+``Rollout`` (``[batch, trial, pos]``, one episode per trial) whose ``mask`` is 1 on the model's tokens only, so
+the loop's loss, its KL term and its length normalisation count the model's tokens and never the environment's
+(``minirl.update.policy_update`` reads nothing else); the environment's tokens stay in the sequence as context,
+so ``policy.score`` sees every token the model saw when it sampled.
+
+Two bugs other stacks hit are designed out:
+
+- *unmasked environment tokens*: a loss over the env's tokens trains the model to predict the environment
+  (its observations, a tool's results). ``episode_mask_errors`` says which of a mask's tokens are wrong.
+- *a chat template that rewrites earlier turns* (some templates drop a past turn's reasoning): re-rendering the
+  conversation would score tokens that were never sampled. Here the sequence is built from the sampled ids and the
+  env turns' ids (``env_turn_ids``), never re-rendered; ``env_turn_ids`` refuses a template under which a longer
+  conversation does not extend a shorter one's text.
+
+Sampling reuses the KV cache across turns: each ``generate`` call continues from the cache of everything before
+it and runs only the new tokens (the env turn). In the batch, a reply that ended early leaves padding after its
+end-of-sequence token, masked out of attention and skipped by the position ids (``_position_ids``), so every
+episode's tokens sit at the positions they have in the compact sequence the episode returns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Protocol
+
+import torch
+
+from minirl.protocols import EpisodicTask, Rollout
+
+if TYPE_CHECKING:
+    from minirl.lm.policy import CausalLMPolicy
+
+__all__ = [
+    "Conversation",
+    "env_turn_ids",
+    "episode_mask_errors",
+    "episode_rollout",
+    "greedy_rollout",
+    "sample_episodes",
+    "sample_rollout",
+]
+
+
+class Conversation(Protocol):
+    """An environment an episode talks with: ``step(reply)`` -> (its next message, or None once the episode is
+    over; the reward of that turn; whether the episode ended), and ``episode``: its record of the walk."""
+
+    episode: Any
+
+    def step(self, reply: str) -> tuple[str | None, float, bool]: ...
+
+
+_PROBE = ({"role": "system", "content": "S"}, {"role": "user", "content": "Q"})
+
+
+def env_turn_ids(tokenizer, message: str) -> list[int]:
+    """The token ids the chat template puts after an assistant reply's end-of-sequence token for a user turn
+    ``message``, up to and including the opening of the next assistant turn (ChatML: ``"\\n<|im_start|>user\\n"``
+    + message + ``"<|im_end|>\\n<|im_start|>assistant\\n"``).
+
+    Found by rendering a short conversation with and without the extra turn: the longer text must begin with the
+    shorter one and the reply's end-of-sequence token, else the template rewrites earlier turns and a multi-turn
+    episode built from sampled ids would not be what the template renders: a ValueError says so."""
+    eos = tokenizer.eos_token
+    before = tokenizer.apply_chat_template(list(_PROBE), add_generation_prompt=True, tokenize=False) + "A" + eos
+    turns = [*_PROBE, {"role": "assistant", "content": "A"}, {"role": "user", "content": message}]
+    after = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
+    if not after.startswith(before):
+        raise ValueError(
+            "the tokenizer's chat template rewrites earlier turns (a conversation with one more turn does not begin "
+            "with the shorter one's text and the reply's end-of-sequence token): multi-turn episodes are built from "
+            "the sampled token ids and need a template that only appends"
+        )
+    return tokenizer(after[len(before) :], add_special_tokens=False)["input_ids"]
+
+
+def episode_mask_errors(mask: torch.Tensor, model_tokens: torch.Tensor) -> dict[str, int]:
+    """How a loss mask ``[..., pos]`` differs from the model's own tokens (``model_tokens``, 1/True where the
+    model wrote the token, the same shape): ``env_in_loss`` counts environment or padding tokens with mask 1,
+    ``model_left_out`` the model's tokens with mask 0. Both 0 for a right mask."""
+    if mask.shape != model_tokens.shape:
+        raise ValueError(f"mask must have the shape of model_tokens {list(model_tokens.shape)}; got {list(mask.shape)}")
+    on, own = mask.bool(), model_tokens.bool()
+    return {"env_in_loss": int((on & ~own).sum()), "model_left_out": int((~on & own).sum())}
+
+
+def _pad_right(rows: list[list[int]], value: float, width: int | None = None) -> torch.Tensor:
+    width = max([len(r) for r in rows] + [width or 0])
+    out = torch.full((len(rows), width), value)
+    for i, r in enumerate(rows):
+        out[i, : len(r)] = torch.tensor(r, dtype=out.dtype)
+    return out
+
+
+def _next_inputs(
+    sequences: torch.Tensor,
+    attn: torch.Tensor,
+    lengths: list[int],
+    keep: list[int],
+    segments: list[list[int]],
+    pad: int,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The next turn's ``generate`` inputs: the rows ``keep`` of ``sequences`` (everything so far and this turn's
+    replies), then each row's env turn ``segments`` LEFT-padded to one width; the attention mask 1 on every real
+    token and 0 on the padding ``generate`` wrote after a reply's end and on the holes before a shorter env turn
+    (masked, and skipped by the position ids). ``lengths``: each reply's tokens, its EOS included."""
+    n_new = sequences.shape[1] - attn.shape[1]
+    gen_mask = (torch.arange(n_new) < torch.tensor(lengths)[:, None]).long()  # [alive, new]
+    attn = torch.cat([attn, gen_mask.to(attn.device)], 1)
+    index = torch.tensor(keep, device=sequences.device)
+    width = max(len(s) for s in segments)
+    seg = torch.full((len(keep), width), pad, dtype=torch.long)
+    seg_mask = torch.zeros((len(keep), width), dtype=torch.long)
+    for i, s in enumerate(segments):
+        seg[i, width - len(s) :] = torch.tensor(s)
+        seg_mask[i, width - len(s) :] = 1
+    seq = torch.cat([sequences[index], seg.to(sequences.device)], 1)
+    return seq, torch.cat([attn[index.to(attn.device)], seg_mask.to(attn.device)], 1)
+
+
+def _generated_cache(out: Any, name: str) -> Any:
+    """The KV cache ``generate`` returns (``return_dict_in_generate``) under the model's name for it."""
+    cache = getattr(out, name, None)
+    return cache if cache is not None else out.past_key_values
+
+
+def episode_rollout(
+    policy: CausalLMPolicy,
+    turns: Sequence[Sequence[tuple[list[int], list[int]]]],
+    answers: list[list[Any]],
+    max_length: int,
+    truncated: torch.Tensor,
+) -> Rollout:
+    """Episodes -> ``Rollout`` ``[batch, trial, pos]``: each episode's (reply ids, env turn ids) pairs
+    concatenated, mask 1 on the replies' ids and 0 on the env turns' and the padding after the episode."""
+    group = len(answers[0])
+    tokens, mask = [], []
+    for episode in turns:
+        ids, own = [], []
+        for reply, env in episode:
+            ids += reply + env
+            own += [1] * len(reply) + [0] * len(env)
+        tokens.append(ids)
+        mask.append(own)
+    t = _pad_right(tokens, policy.pad_token_id).long()
+    m = _pad_right(mask, 0.0, t.shape[1])
+    return Rollout(
+        t.view(len(answers), group, -1).to(policy.device),
+        m.view(len(answers), group, -1).to(policy.device),
+        answers,
+        max_length,
+        truncated.view(len(answers), group),
+    )
+
+
+def sample_episodes(  # noqa: C901
+    policy: CausalLMPolicy,
+    prompts: Sequence[Any],
+    make_env: Callable[[Any], Conversation],
+    group_size: int,
+    *,
+    max_turns: int,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+    greedy: bool = False,
+) -> Rollout:
+    """``group_size`` episodes per prompt, each talking with its own ``make_env(prompt)`` until it ends or
+    ``max_turns`` replies were written -> ``Rollout`` ``[batch, trial, pos]`` (the module docstring's layout)
+    whose ``answers`` are the environments' ``episode`` records, a list per prompt.
+
+    A reply is at most ``policy.max_new_tokens`` tokens; one the budget cut is closed with the end-of-sequence
+    token as an environment token (mask 0: the model did not write it) and counts as ``truncated``. The seed of
+    each turn's ``generate`` is drawn from ``generator`` (``greedy``: the most likely token instead).
+    ``max_length`` (the Dr GRPO constant) is the model's budget: ``max_turns × max_new_tokens``."""
+    if not (isinstance(group_size, int) and group_size > 0):
+        raise ValueError(f"group_size must be a positive int; got {group_size!r}")
+    if not (isinstance(max_turns, int) and max_turns > 0):
+        raise ValueError(f"max_turns must be a positive int; got {max_turns!r}")
+    if not greedy and not temperature > 0:
+        raise ValueError(f"temperature must be > 0; got {temperature!r}")
+    tok, eos, pad = policy.tokenizer, policy.eos_token_id, policy.pad_token_id
+    envs = [make_env(p) for p in prompts for _ in range(group_size)]
+    n = len(envs)
+    ids, attn = policy.encode_prompts(prompts)
+    seq, attn = ids.repeat_interleave(group_size, 0), attn.repeat_interleave(group_size, 0)
+    turns: list[list[tuple[list[int], list[int]]]] = [[] for _ in range(n)]
+    cut = torch.zeros(n, dtype=torch.bool)
+    alive = list(range(n))  # the episodes still talking, in the order of seq's rows
+    cache = None
+    sampling = {"do_sample": False} if greedy else {"do_sample": True, "temperature": float(temperature), "top_k": 0}
+    device = generator.device if generator is not None else "cpu"
+    for _ in range(max_turns):
+        seed = int(torch.randint(0, 2**62, (), generator=generator, device=device).item())
+        kwargs = {"max_new_tokens": policy.max_new_tokens, "pad_token_id": pad, "eos_token_id": eos}
+        if cache is not None:
+            kwargs[policy._cache_name] = cache
+        with torch.no_grad(), policy._fork_rng(), policy._autocast(), policy._few_rows():
+            torch.manual_seed(seed)
+            out = policy.model.generate(
+                input_ids=seq, attention_mask=attn, use_cache=True, return_dict_in_generate=True, **sampling, **kwargs
+            )
+        new = out.sequences[:, seq.shape[1] :].cpu()  # [alive, new_pos]
+        cache = _generated_cache(out, policy._cache_name)
+        ended = (new == eos).cumsum(-1) == 0  # True before the first EOS
+        lengths = (ended.sum(-1) + (new == eos).any(-1).long()).tolist()  # up to and including the EOS
+        keep, segments = [], []
+        for row, episode in enumerate(alive):
+            reply = new[row, : lengths[row]].tolist()
+            closed = bool(reply) and reply[-1] == eos
+            text = tok.decode(reply, skip_special_tokens=True)
+            message, _, done = envs[episode].step(text)
+            cut[episode] |= not closed
+            goes_on = not done and message is not None
+            env = ([] if closed else [eos]) + (env_turn_ids(tok, message) if message is not None and goes_on else [])
+            turns[episode].append((reply, env))
+            if goes_on:
+                keep.append(row)
+                segments.append(env)
+        if not keep:
+            break
+        seq, attn = _next_inputs(out.sequences, attn, lengths, keep, segments, pad)
+        if len(keep) < len(alive):
+            cache.batch_select_indices(torch.tensor(keep, device=seq.device))
+        alive = [alive[row] for row in keep]
+    for episode in alive:  # the turn limit ended these: their last reply closes the episode
+        reply, _ = turns[episode][-1]
+        turns[episode][-1] = (reply, [] if reply and reply[-1] == eos else [eos])
+    answers = [[envs[b * group_size + t].episode for t in range(group_size)] for b in range(len(prompts))]
+    return episode_rollout(policy, turns, answers, max_turns * policy.max_new_tokens, cut)
+
+
+def sample_rollout(
+    policy: Any, task: Any, prompts: Any, group_size: int, *, temperature: float, generator: torch.Generator | None
+) -> Rollout:
+    """``group_size`` sampled answers per prompt: episodes with the task's environment for an ``EpisodicTask``,
+    else the policy's one-reply ``sample``. What the loop, ``evaluate`` and pass@k call."""
+    if isinstance(task, EpisodicTask):
+        return sample_episodes(
+            policy,
+            prompts,
+            task.make_env,
+            group_size,
+            max_turns=task.max_turns,
+            temperature=temperature,
+            generator=generator,
+        )
+    return policy.sample(prompts, group_size, temperature=temperature, generator=generator)
+
+
+def greedy_rollout(policy: Any, task: Any, prompts: Any) -> Rollout:
+    """One greedy answer per prompt: an episode of most likely replies for an ``EpisodicTask``, else ``greedy``."""
+    if isinstance(task, EpisodicTask):
+        return sample_episodes(policy, prompts, task.make_env, 1, max_turns=task.max_turns, greedy=True)
+    return policy.greedy(prompts)

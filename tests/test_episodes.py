@@ -1,0 +1,125 @@
+"""minirl.episodes: multi-turn episodes as one token sequence, the environment's tokens masked, on the tiny Llama.
+
+Tolerances: log-probabilities of the same tokens from two float32 forward passes of different shapes (the KV
+cache shared or not) agree to ~1e-6 (a few ulps through 4 blocks); ``abs=1e-4`` leaves a hundred times that.
+"""
+
+import pytest
+import torch
+
+from minirl.episodes import env_turn_ids, episode_mask_errors, greedy_rollout, sample_episodes, sample_rollout
+from minirl.evaluate import evaluate
+from minirl.lm.models import make_tiny_lm
+from minirl.lm.policy import _position_ids
+from toy_envs.maze_text import TextMazeTask
+
+TASK = TextMazeTask()
+
+
+@pytest.fixture(scope="module")
+def policy():
+    return make_tiny_lm(0, max_new_tokens=5)
+
+
+def test_an_env_turn_is_the_templates_text_between_two_replies(policy):
+    text = policy.tokenizer.decode(env_turn_ids(policy.tokenizer, "You are at row 1."))
+    assert text == "\n<|im_start|>user\nYou are at row 1.<|im_end|>\n<|im_start|>assistant\n"
+
+
+def test_a_template_that_rewrites_earlier_turns_is_refused(policy):
+    """A template that keeps only the last user message (as some drop a past turn's reasoning): a conversation
+    built from sampled ids would not be the one the template renders."""
+    import copy
+
+    tok = copy.deepcopy(policy.tokenizer)
+    tok.chat_template = (
+        "{{ '<|im_start|>user\\n' + messages[-1]['content'] + '<|im_end|>\\n' }}"
+        "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"
+    )
+    with pytest.raises(ValueError, match="the tokenizer's chat template rewrites earlier turns"):
+        env_turn_ids(tok, "hi")
+
+
+def test_the_mask_errors_count_env_tokens_in_the_loss_and_model_tokens_left_out():
+    own = torch.tensor([[1, 1, 0, 0, 1, 0]])
+    assert episode_mask_errors(own.float(), own) == {"env_in_loss": 0, "model_left_out": 0}
+    everything = torch.tensor([[1.0, 1, 1, 1, 1, 0]])  # the bug: every real token in the loss
+    assert episode_mask_errors(everything, own) == {"env_in_loss": 2, "model_left_out": 0}
+    assert episode_mask_errors(torch.tensor([[0.0, 1, 0, 0, 0, 0]]), own) == {"env_in_loss": 0, "model_left_out": 2}
+    with pytest.raises(ValueError, match=r"mask must have the shape of model_tokens \[1, 6\]; got \[6\]"):
+        episode_mask_errors(torch.ones(6), own)
+
+
+def test_greedy_episodes_are_scored_on_the_tokens_the_model_wrote_at_their_positions(policy):
+    """One forward pass over prompt + episode (as the loop's update scores it): every token the mask marks as the
+    model's is the argmax of the logits before it, so the sequence, its positions and the mask are the ones the
+    model sampled with its KV cache carried across turns."""
+    prompts = TASK.eval_prompts(3)
+    rollout = sample_episodes(policy, prompts, TASK.make_env, 1, max_turns=TASK.max_turns, greedy=True)
+    assert rollout.tokens.shape[:2] == (3, 1) and rollout.mask.shape == rollout.tokens.shape
+    ids, attn = policy.encode_prompts(prompts)
+    resp = rollout.tokens[:, 0]
+    seq, full = torch.cat([ids, resp], 1), torch.cat([attn, torch.ones_like(resp)], 1)
+    with torch.no_grad():
+        logits = policy.model(input_ids=seq, attention_mask=full, position_ids=_position_ids(full)).logits
+    argmax = logits[:, ids.shape[1] - 1 : -1].argmax(-1)
+    own = rollout.mask[:, 0].bool()
+    assert int(own.sum()) > 0 and bool((argmax[own] == resp[own]).all())
+    for b, prompt in enumerate(prompts):
+        (episode,) = rollout.answers[b]
+        assert episode.start == prompt.start and episode.turns == TASK.max_turns  # random replies never arrive
+        # the masked-in ids are the replies the environment read (each cut at 5 tokens: no end-of-sequence)
+        assert policy.tokenizer.decode(resp[b][own[b]]) == "".join(episode.replies)
+        # the rest are the env turns: each observation the walk gave, in the template's user turn
+        text = policy.tokenizer.decode(resp[b][rollout.mask[b, 0] == 0])
+        assert text.count("<|im_start|>user\n") == TASK.max_turns - 1 and "Moves left: 1." in text
+    assert bool(rollout.truncated.all()) and rollout.max_length == TASK.max_turns * policy.max_new_tokens
+
+
+def test_the_policy_scores_an_episode_the_same_with_or_without_the_shared_prompt_cache(policy):
+    gen = torch.Generator().manual_seed(1)
+    prompts = TASK.sample_prompts(2, gen)
+    rollout = sample_rollout(policy, TASK, prompts, 2, temperature=1.0, generator=gen)
+    with torch.no_grad():
+        shared = policy.score(prompts, rollout, temperature=1.0).log_probs
+        whole = policy.score(prompts, rollout, temperature=1.0, share_prompt_cache=False).log_probs
+    mask = rollout.mask.bool()
+    assert torch.allclose(shared[mask], whole[mask], atol=1e-4)
+
+
+def test_the_same_generator_gives_the_same_episodes(policy):
+    def run(seed):
+        prompts = TASK.sample_prompts(2, torch.Generator().manual_seed(0))
+        rollout = sample_rollout(
+            policy, TASK, prompts, 2, temperature=1.0, generator=torch.Generator().manual_seed(seed)
+        )
+        return rollout.tokens, [[e.replies for e in g] for g in rollout.answers]
+
+    a, b, c = run(5), run(5), run(6)
+    assert torch.equal(a[0], b[0]) and a[1] == b[1]
+    assert a[1] != c[1]
+
+
+def test_bad_arguments_are_refused(policy):
+    prompts = TASK.eval_prompts(1)
+    with pytest.raises(ValueError, match=r"group_size must be a positive int; got 0"):
+        sample_episodes(policy, prompts, TASK.make_env, 0, max_turns=6)
+    with pytest.raises(ValueError, match=r"max_turns must be a positive int; got 0"):
+        sample_episodes(policy, prompts, TASK.make_env, 1, max_turns=0)
+    with pytest.raises(ValueError, match=r"temperature must be > 0; got 0.0"):
+        sample_episodes(policy, prompts, TASK.make_env, 1, max_turns=6, temperature=0.0)
+
+
+def test_evaluate_and_the_loop_run_episodes_for_an_episodic_task(policy):
+    """evaluate walks every start cell greedily; two GRPO steps on episodes run and log the maze's figures."""
+    from minirl.algorithms import ALGORITHMS
+    from minirl.train import TrainConfig, train
+
+    ev = evaluate(policy, TASK, 100, sampled=False)
+    assert ev["greedy_exact"] == 0.0 and ev["greedy_format"] == 0.0 and ev["greedy_truncated"] == 1.0
+    assert greedy_rollout(policy, TASK, TASK.eval_prompts(2)).tokens.shape[:2] == (2, 1)
+    config = TrainConfig(
+        task=TASK, algo=ALGORITHMS["grpo"], steps=2, prompts_per_step=2, group_size=2, eval_every=0, eval_prompts=2
+    )
+    _, history = train(config, make_tiny_lm(1, max_new_tokens=3))
+    assert len(history.records) >= 2 and history.last("reward", 2) == 0.0
