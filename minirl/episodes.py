@@ -41,12 +41,14 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Conversation",
+    "demonstrations",
     "env_turn_ids",
     "episode_mask_errors",
     "episode_rollout",
     "greedy_rollout",
     "sample_episodes",
     "sample_rollout",
+    "scripted_episodes",
 ]
 
 
@@ -261,3 +263,45 @@ def greedy_rollout(policy: Any, task: Any, prompts: Any) -> Rollout:
     if isinstance(task, EpisodicTask):
         return sample_episodes(policy, prompts, task.make_env, 1, max_turns=task.max_turns, greedy=True)
     return policy.greedy(prompts)
+
+
+def scripted_episodes(
+    policy: CausalLMPolicy,
+    prompts: Sequence[Any],
+    make_env: Callable[[Any], Conversation],
+    reply: Callable[[Any, torch.Generator | None], str],
+    *,
+    max_turns: int,
+    generator: torch.Generator | None = None,
+) -> Rollout:
+    """One episode per prompt whose replies come from ``reply(env, generator)`` (a demonstrator) instead of the
+    model: ``Rollout`` ``[batch, 1, pos]`` in ``sample_episodes``' layout, each reply's tokens followed by the
+    end-of-sequence token (the model's to learn, mask 1) and the env turns masked. What a warm start imitates."""
+    if not (isinstance(max_turns, int) and max_turns > 0):
+        raise ValueError(f"max_turns must be a positive int; got {max_turns!r}")
+    tok, eos = policy.tokenizer, policy.eos_token_id
+    turns, answers = [], []
+    for prompt in prompts:
+        env, episode = make_env(prompt), []
+        for _ in range(max_turns):
+            text = reply(env, generator)
+            message, _, done = env.step(text)
+            env_ids = env_turn_ids(tok, message) if message is not None and not done else []
+            episode.append((tok(text, add_special_tokens=False)["input_ids"] + [eos], env_ids))
+            if done or message is None:
+                break
+        turns.append(episode)
+        answers.append([env.episode])
+    longest = max(sum(len(r) for r, _ in episode) for episode in turns)
+    return episode_rollout(policy, turns, answers, longest, torch.zeros(len(prompts), dtype=torch.bool))
+
+
+def demonstrations(policy: Any, task: Any, prompts: Any, generator: torch.Generator | None) -> Rollout:
+    """What a supervised warm start imitates for ``prompts``, ``[batch, 1, pos]``: an episodic task's
+    demonstrator walking each episode (``scripted_episodes`` with ``task.demonstrate``), else each prompt's
+    reference answer (``prompt.target``) as one reply."""
+    if isinstance(task, EpisodicTask):
+        return scripted_episodes(
+            policy, prompts, task.make_env, task.demonstrate, max_turns=task.max_turns, generator=generator
+        )
+    return policy.rollout_from_texts(prompts, [[p.target] for p in prompts])

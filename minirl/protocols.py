@@ -18,8 +18,8 @@ capability of its own, a protocol that extends ``Task`` by one or two members; t
     FormatTask          format_ok                   answers that can be in the wrong form (text)
     HeldOutTask         eval_prompts                evaluation prompts training never sees (text)
     UnseenAnswersTask   unseen_answer_prompts       problems whose answer training never sees (text)
-    EpisodicTask        make_env, max_turns         an answer is an episode: several turns with an environment
-                                                    (``minirl.episodes``; notebook 12's maze)
+    EpisodicTask        make_env, max_turns,        an answer is an episode: several turns with an environment
+                        demonstrate                 (``minirl.episodes``; notebook 12's maze)
     ToyTask             n_tokens, prompt_length,    token tensors of fixed sizes and a reference answer:
                         response_length,            what ``make_model`` and ``train_supervised`` use
                         sorted_responses
@@ -283,6 +283,10 @@ class EpisodicTask(Task, Protocol):
 
     def make_env(self, prompt: Any, /) -> Any:
         """A fresh environment for one episode from ``prompt`` (``minirl.episodes.Conversation``)."""
+        ...
+
+    def demonstrate(self, env: Any, generator: torch.Generator | None, /) -> str:
+        """A demonstrator's reply to the environment ``env`` as it stands (what a supervised warm start imitates)."""
         ...
 
 

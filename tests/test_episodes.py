@@ -123,3 +123,31 @@ def test_evaluate_and_the_loop_run_episodes_for_an_episodic_task(policy):
     )
     _, history = train(config, make_tiny_lm(1, max_new_tokens=3))
     assert len(history.records) >= 2 and history.last("reward", 2) == 0.0
+
+
+def test_a_demonstrator_walks_whole_episodes_with_its_replies_masked_in(policy):
+    """The uniform walker's episodes: every reply a permitted move, closed by the end-of-sequence token that the
+    model must learn to write (mask 1); the env turns masked out."""
+    from minirl.episodes import demonstrations
+
+    prompts = TASK.eval_prompts(4)
+    demos = demonstrations(policy, TASK, prompts, torch.Generator().manual_seed(0))
+    assert demos.tokens.shape[:2] == (4, 1) and not bool(demos.truncated.any())
+    for b, prompt in enumerate(prompts):
+        (episode,) = demos.answers[b]
+        assert episode.start == prompt.start and episode.invalid == 0
+        assert all(TASK.maze.action_mask(c)[m] for c, m in zip(episode.cells, episode.moves))
+        own = demos.tokens[b, 0][demos.mask[b, 0].bool()]
+        assert policy.tokenizer.decode(own) == "".join(r + "<|im_end|>" for r in episode.replies)
+    again = demonstrations(policy, TASK, prompts, torch.Generator().manual_seed(0))
+    assert torch.equal(again.tokens, demos.tokens)
+
+
+def test_a_warm_start_on_the_uniform_walker_lowers_its_loss():
+    from minirl.lm.recipes import sft_warm_start
+
+    student = make_tiny_lm(2, max_new_tokens=5)
+    history = sft_warm_start(student, TASK, steps=12, prompts_per_step=4, learning_rate=3e-3, progress=False)
+    losses = [r["loss"] for r in history.records]
+    # a move word and its end: from ~log(99) = 4.6 nats a token for the random model to well below it
+    assert losses[0] > 3.5 and losses[-1] < 0.6 * losses[0], losses

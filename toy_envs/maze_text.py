@@ -96,7 +96,7 @@ def uniform_success(maze: Maze) -> np.ndarray:
     return expected_returns(maze, uniform_policy(maze))[maze.max_steps] / maze.goal_reward
 
 
-def uniform_reply(maze: Maze, cell: int, generator: torch.Generator) -> str:
+def uniform_reply(maze: Maze, cell: int, generator: torch.Generator | None) -> str:
     """One move drawn uniformly from the permitted moves at ``cell`` (notebook 01's random walker), as a reply."""
     permitted = np.flatnonzero(maze.action_mask(cell))
     pick = int(torch.randint(len(permitted), (), generator=generator))
@@ -220,6 +220,10 @@ class TextMazeTask:
 
     def make_env(self, prompt: MazePrompt, /) -> MazeWalk:
         return MazeWalk(self.maze, prompt.start)
+
+    def demonstrate(self, env: MazeWalk, generator: torch.Generator | None, /) -> str:
+        """The uniform walker's reply (``uniform_reply``): a warm start on it teaches the format, not the way."""
+        return uniform_reply(self.maze, env.cell, generator)
 
     def _per_episode(self, answers: list[list[MazeEpisode]], value) -> torch.Tensor:
         return torch.tensor([[float(value(e)) for e in group] for group in answers])

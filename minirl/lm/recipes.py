@@ -45,6 +45,7 @@ import torch
 from tqdm.auto import tqdm
 
 from minirl.algorithms import AlgoConfig, get_algorithm
+from minirl.episodes import demonstrations
 from minirl.history import History
 from minirl.lm.models import default_device, load_policy, make_tiny_lm
 from minirl.lm.policy import CausalLMPolicy
@@ -96,7 +97,8 @@ def sft_warm_start(
     """Supervised fine-tuning of ``policy`` on the task's reference answers (``prompt.target``), in place.
 
     Each step draws ``prompts_per_step`` training prompts, turns their reference answers into a
-    ``Rollout`` (``policy.rollout_from_texts``: answer tokens + EOS, masked) and takes one Adam step on
+    ``Rollout`` (``minirl.episodes.demonstrations``: answer tokens + EOS, masked; an episodic task's demonstrator
+    walking whole episodes, the environment's tokens masked) and takes one Adam step on
     ``sft_loss`` (gradient norm clipped to 1), and stops early once ``max_seconds`` have passed (None: never;
     to compare with another method at equal wall time). Returns a History with ``loss`` (mean negative
     log-likelihood per demonstrated token, nats) and ``wall_time``.
@@ -109,7 +111,7 @@ def sft_warm_start(
     with torch_threads(threads):
         for step in tqdm(range(1, steps + 1), desc="SFT warm start", disable=not progress, leave=False):
             prompts = task.sample_prompts(prompts_per_step, generator)
-            demos = policy.rollout_from_texts(prompts, [[p.target] for p in prompts])  # [batch, 1, pos]
+            demos = demonstrations(policy, task, prompts, generator)  # [batch, 1, pos]
             loss = sft_loss(policy.score(prompts, demos, temperature=1.0).log_probs, demos.mask)
             optimizer.zero_grad(set_to_none=True)
             loss.backward()
