@@ -49,6 +49,7 @@ __all__ = [
     "sample_episodes",
     "sample_rollout",
     "scripted_episodes",
+    "success_by_prompt",
 ]
 
 
@@ -305,3 +306,16 @@ def demonstrations(policy: Any, task: Any, prompts: Any, generator: torch.Genera
             policy, prompts, task.make_env, task.demonstrate, max_turns=task.max_turns, generator=generator
         )
     return policy.rollout_from_texts(prompts, [[p.target] for p in prompts])
+
+
+def success_by_prompt(
+    policy: Any, task: Any, prompts: Sequence[Any], n_samples: int = 1, *, temperature: float = 1.0, generator=None
+) -> torch.Tensor:
+    """The fraction of answers the task calls correct, per prompt ``[batch]`` float: the greedy answer when
+    ``n_samples`` is 0, else ``n_samples`` sampled at ``temperature`` (an episodic task: the share of walks from
+    each start that reach the goal)."""
+    if n_samples == 0:
+        rollout = greedy_rollout(policy, task, prompts)
+    else:
+        rollout = sample_rollout(policy, task, prompts, n_samples, temperature=temperature, generator=generator)
+    return task.is_correct(prompts, rollout.answers).float().mean(dim=1)

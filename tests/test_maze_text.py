@@ -143,3 +143,32 @@ def test_the_task_is_an_episodic_task_for_the_loop():
 
     task = TextMazeTask()
     assert isinstance(task, EpisodicTask) and isinstance(task, FormatTask) and isinstance(task, HeldOutTask)
+
+
+def test_a_run_folder_records_the_task_and_builds_it_back():
+    import json
+
+    from minirl.runs import build_task
+    from minirl.utils import describe_task
+
+    task = TextMazeTask(layout=("S.", ".G"), system="Walk.")
+    described = json.loads(json.dumps(describe_task(task)))  # as config.json keeps it
+    args = {"layout": ["S.", ".G"], "system": "Walk."}
+    assert described == {"class": "toy_envs.maze_text:TextMazeTask", "args": args}
+    again = build_task(described)
+    assert again.layout == ("S.", ".G") and again.start_cells == [0, 1, 2] and again.maze.goal == 3
+
+
+def test_the_command_line_makes_the_maze_task_with_its_recipe():
+    import argparse
+
+    from minirl.cli.text import TEXT_TASKS
+    from minirl.lm.recipes import MAZE_TOKENS, maze_recipe
+
+    entry = TEXT_TASKS["maze_text"]
+    for kind in ("tiny", "pretrained", "pretrained-cuda"):
+        recipe = entry.recipe(kind, argparse.Namespace())
+        assert recipe == maze_recipe(kind) and recipe.max_new_tokens == MAZE_TOKENS and recipe.eval_prompts == 10
+    assert entry.make(argparse.Namespace(), maze_recipe("tiny")) == TextMazeTask()
+    with pytest.raises(ValueError, match=r"kind must be one of \['pretrained', 'pretrained-cuda', 'tiny'\]; got 'gpu'"):
+        maze_recipe("gpu")

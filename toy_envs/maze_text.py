@@ -36,7 +36,7 @@ import numpy as np
 import torch
 
 from toy_envs.maze import Maze, uniform_policy
-from toy_envs.maze_layout import ACTION_NAMES
+from toy_envs.maze_layout import ACTION_NAMES, DEFAULT_LAYOUT
 from toy_envs.maze_values import expected_returns
 
 __all__ = [
@@ -182,19 +182,26 @@ class MazePrompt:
     start: int
 
 
+@dataclass
 class TextMazeTask:
     """The maze walked in text, as a task of the training loop (``minirl.protocols.EpisodicTask``).
 
     A prompt is a start cell (``MazePrompt``); an answer is the episode the model walks from it with a fresh
     ``MazeWalk`` (``make_env``), at most ``max_turns`` = ``maze.max_steps`` replies; its reward is the return
     (``goal_reward`` when the goal is reached, else 0). ``is_correct``: the goal was reached; ``format_ok``: every
-    reply was a move. Training prompts are start cells drawn uniformly from the floor cells; the evaluation
-    prompts are every floor cell in index order (the maze has no held-out cells: the question is how well the walker
-    does from each)."""
+    reply was a move. ``layout``: the maze's rows (``toy_envs.maze``; notebook 01's by default).
 
-    def __init__(self, maze: Maze | None = None, system: str = MAZE_SYSTEM):
-        self.maze = maze if maze is not None else Maze()
-        self.system = system
+    Training prompts are start cells drawn uniformly from the floor cells; the evaluation prompts are every floor
+    cell in index order (the maze has no held-out cells: the question is how well the walker does from each)."""
+
+    layout: tuple[str, ...] = DEFAULT_LAYOUT
+    system: str = MAZE_SYSTEM
+    maze: Maze = field(init=False, repr=False, compare=False)
+    start_cells: list[int] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        self.layout = tuple(self.layout)  # a run folder's config.json gives it back as a list
+        self.maze = Maze(list(self.layout))
         self.start_cells = floor_cells(self.maze)
 
     @property

@@ -1,4 +1,5 @@
-"""The text kind's pieces: a language model trained on a text task (``text_sort``, ``text_add``, ``reasoning``).
+"""The text kind's pieces: a language model trained on a text task (``text_sort``, ``text_add``, ``reasoning``,
+``maze_text``).
 
 A run starts from the model's recipe (``minirl.lm.recipes``: the model kind worked out once, here) with the
 command line's choices on top (``text_recipe``), loads the model, warm-starts it, and trains it with the one
@@ -135,10 +136,24 @@ def _reasoning_task(args: argparse.Namespace, recipe: LMRecipe):
     return recipe.reasoning_task(args.family, args.thinking, reward=args.verifier, **sizes)
 
 
+def _maze_recipe(kind: str, args: argparse.Namespace) -> LMRecipe:
+    """The text maze's recipe for this model kind (``minirl.lm.recipes.maze_recipe``)."""
+    from minirl.lm.recipes import maze_recipe
+
+    return maze_recipe(kind)
+
+
+def _maze_task(args: argparse.Namespace, recipe: LMRecipe):
+    from toy_envs.maze_text import TextMazeTask
+
+    return TextMazeTask()
+
+
 TEXT_TASKS: dict[str, TextTask] = {
     "text_sort": TextTask(_model_recipe, lambda args, r: r.task(n_numbers=args.length, max_value=args.max_value)),
     "text_add": TextTask(_model_recipe, lambda args, r: r.addition_task(digits=args.digits)),
     "reasoning": TextTask(_reasoning_recipe, _reasoning_task),
+    "maze_text": TextTask(_maze_recipe, _maze_task),  # notebook 01's maze walked in text, episodes of turns
 }
 
 

@@ -426,6 +426,49 @@ def reasoning_recipe(kind: str = "pretrained", thinking: bool = True) -> LMRecip
     return recipe.with_(max_new_tokens=THINKING_TOKENS if thinking else ANSWER_TOKENS)
 
 
+MAZE_TOKENS = 6
+"""The reply budget of a maze turn: a move word and its end token (one or two tokens with SmolLM2's tokenizer, up to
+six characters with the tiny model's) and nothing more: a reply cut by it is not a move."""
+
+MAZE_CHANGES: dict[str, dict[str, Any]] = {
+    "tiny": {
+        "max_new_tokens": MAZE_TOKENS,
+        "sft_steps": 300,  # from random weights: the format of a move and its end token first
+        "sft_prompts_per_step": 8,
+        "steps": 100,
+        "prompts_per_step": 8,
+        "group_size": 8,
+        "eval_prompts": 10,
+        "eval_every": 10,
+        "unseen_answers": 0,
+    },
+    "pretrained": {
+        "max_new_tokens": MAZE_TOKENS,
+        "sft_steps": 20,
+        "sft_prompts_per_step": 8,  # each demonstration is a whole walk of up to 6 turns
+        "learning_rate": 3e-5,
+        "lr_schedule": "constant",
+        "steps": 30,
+        "prompts_per_step": 8,
+        "group_size": 8,
+        "eval_prompts": 10,  # every start cell
+        "eval_every": 5,
+        "unseen_answers": 0,
+    },
+}
+"""The maze recipe's changes to each model kind's recipe (``maze_recipe``). First settings, not yet measured:
+issue 33's benchmark will say what they reach (README, "Agents", once it exists)."""
+
+
+def maze_recipe(kind: str = "pretrained") -> LMRecipe:
+    """The recipe of a walk through the text maze (``toy_envs.maze_text.TextMazeTask``) for a model kind
+    (``model_kind``): the kind's recipe with ``MAZE_CHANGES`` (a GPU takes the CPU's changes)."""
+    if kind not in RECIPES:
+        raise ValueError(f"kind must be one of {sorted(RECIPES)}; got {kind!r}")
+    changes = MAZE_CHANGES["tiny" if kind == "tiny" else "pretrained"]
+    return RECIPES[kind].with_(**changes)
+
+
 def recipe_for(name_or_path: str | os.PathLike, device: str | torch.device | None = None) -> LMRecipe:
     """The recipe of a model (``"tiny"``, ``"smollm2-135m"``, a folder, a hub name) on ``device``:
     ``RECIPES[model_kind(name_or_path, device)]``."""
