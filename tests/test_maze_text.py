@@ -59,7 +59,7 @@ def test_the_uniform_walkers_success_is_the_course_value_over_the_goal_reward():
     assert success[11] > 1 / 3 and success[14] == 0.0 and success[6] == 0.0  # the goal and a wall: no walk
     cells = floor_cells(MAZE)
     assert cells == [0, 1, 2, 3, 4, 5, 8, 9, 10, 11]
-    # the 18 % of issue 33's measurement: the mean over the floor cells
+    # the uniform walker's 18 %: the mean over the floor cells
     assert float(success[cells].mean()) == pytest.approx(0.17788065843621398, abs=1e-12)
 
 

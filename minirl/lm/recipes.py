@@ -457,7 +457,7 @@ MAZE_CHANGES: dict[str, dict[str, Any]] = {
     },
 }
 """The maze recipe's changes to each model kind's recipe (``maze_recipe``). First settings, not yet measured:
-issue 33's benchmark will say what they reach (README, "Agents", once it exists)."""
+a benchmark of the chapter on agents will say what they reach."""
 
 
 def maze_recipe(kind: str = "pretrained") -> LMRecipe:
