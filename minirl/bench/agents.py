@@ -1,0 +1,201 @@
+"""The maze of notebook 01 walked by SmolLM2 in text (``toy_envs.maze_text``): the base model, a warm start that
+imitates the uniform random walker, then GRPO on whole episodes, each measured from every start cell.
+
+For each seed, on SmolLM2-135M-Instruct with ``maze_recipe`` (``minirl.lm.recipes``):
+
+- ``base``: the base model's greedy success from each start cell, and its sampled success (``samples`` walks per
+  cell at T = 1) with the share of replies that were a move;
+- ``rollout``: the time to sample 64 six-turn episodes (8 start cells × 8 walks), the model's tokens per second;
+- ``warm``: after the warm start on the uniform walker's episodes, the sampled success per cell against the
+  uniform walker's exact value (``uniform_success``, dynamic programming): the warm start should teach the format
+  and nothing about the way, so the two should agree;
+- ``grpo``: after GRPO (reward 10 at the goal, 0 otherwise, one advantage per episode), greedy and sampled success
+  per cell, and the run's figures.
+
+Every budget is a number of steps or samples; wall times are reported beside them.
+
+    python -m minirl.bench.agents --seeds 0 --save            # results/bench_agents.json
+    python -m minirl.bench.agents --quick                     # a few steps of everything (a smoke test)
+
+Targets (checked over the seeds run): 64 six-turn episodes sampled in at most 12 s; after the warm start, sampled
+success within 0.1 of the uniform walker's exact value from every cell; after GRPO, greedy success of at least 95 %
+from every cell; warm start + GRPO within 10 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+
+from minirl.bench import finish, part_figures, spread
+from minirl.episodes import sample_rollout, success_by_prompt
+from minirl.lm.models import SMOLLM2_ALIAS
+from minirl.lm.recipes import LMRecipe, maze_recipe, model_kind
+from minirl.results import Record, history_figures
+from minirl.train import train
+from toy_envs.maze_text import TextMazeTask, uniform_success
+
+__all__ = ["BUDGETS", "QUICK_BUDGETS", "check_targets", "maze_part", "maze_seed"]
+
+BUDGETS: dict[str, Any] = {
+    "samples": 32,  # sampled walks per start cell for a success rate (a standard error of at most 0.09)
+    "rollout_prompts": 8,  # the timed rollout: 8 start cells x 8 walks = 64 episodes
+    "rollout_group": 8,
+}
+QUICK_BUDGETS: dict[str, Any] = {"samples": 1, "rollout_prompts": 2, "rollout_group": 2}
+
+
+def _quick(recipe: LMRecipe) -> LMRecipe:
+    return recipe.with_(sft_steps=2, sft_prompts_per_step=2, steps=1, prompts_per_step=2, group_size=2, eval_every=0)
+
+
+def _by_cell(task: TextMazeTask, rates: torch.Tensor) -> dict[str, float]:
+    return {str(c): float(r) for c, r in zip(task.start_cells, rates)}
+
+
+def _cells(policy, task: TextMazeTask, samples: int, seed: int) -> dict[str, Any]:
+    """Greedy and sampled success per start cell, and the share of sampled replies that were a move."""
+    prompts = task.eval_prompts(len(task.start_cells))
+    gen = torch.Generator().manual_seed(seed)
+    greedy = success_by_prompt(policy, task, prompts, 0)
+    rollout = sample_rollout(policy, task, prompts, samples, temperature=1.0, generator=gen)
+    sampled = task.is_correct(prompts, rollout.answers).float().mean(dim=1)
+    episodes = [e for group in rollout.answers for e in group]
+    replies = sum(e.turns for e in episodes)
+    return {
+        "greedy": _by_cell(task, greedy),
+        "sampled": _by_cell(task, sampled),
+        "greedy_mean": float(greedy.mean()),
+        "sampled_mean": float(sampled.mean()),
+        "move_rate": 1.0 - sum(e.invalid for e in episodes) / max(replies, 1),
+        "turns_mean": replies / len(episodes),
+        "example": {"start": episodes[0].start, "replies": episodes[0].replies, "cells": episodes[0].cells},
+    }
+
+
+def _timed_rollout(policy, task: TextMazeTask, b: dict[str, Any], seed: int) -> dict[str, float]:
+    """Sample ``rollout_prompts × rollout_group`` episodes once (after one warm-up call) and time it."""
+    gen = torch.Generator().manual_seed(seed)
+    prompts = task.sample_prompts(b["rollout_prompts"], gen)
+    sample_rollout(policy, task, prompts[:1], 1, temperature=1.0, generator=gen)  # warm-up: first-call costs
+    start = time.perf_counter()
+    rollout = sample_rollout(policy, task, prompts, b["rollout_group"], temperature=1.0, generator=gen)
+    seconds = time.perf_counter() - start
+    model_tokens = float(rollout.lengths().sum())  # the mask: the model's tokens, not the environment's
+    return {
+        "episodes": b["rollout_prompts"] * b["rollout_group"],
+        "seconds": seconds,
+        "model_tokens": model_tokens,
+        "sequence_tokens": float(rollout.tokens.shape[-1]),
+        "model_tokens_per_second": model_tokens / seconds,
+    }
+
+
+def maze_seed(seed: int, budgets: dict[str, Any], device: str | None = None, quick: bool = False) -> dict[str, Any]:
+    """One seed: base model, timed rollout, warm start, GRPO, each measured from every start cell."""
+    kind = model_kind(SMOLLM2_ALIAS, device)
+    recipe = _quick(maze_recipe(kind)) if quick else maze_recipe(kind)
+    task = TextMazeTask()
+    policy = recipe.policy(SMOLLM2_ALIAS, device=device)
+    out: dict[str, Any] = {"seed": seed, "prompt": policy.render(task.eval_prompts(1)[0])}
+    out["base"] = _cells(policy, task, budgets["samples"], seed)
+    out["rollout"] = _timed_rollout(policy, task, budgets, seed)
+    start = time.perf_counter()
+    history = recipe.warm_start(policy, task, seed=seed, progress=not quick)
+    warm_seconds = time.perf_counter() - start
+    exact = uniform_success(task.maze)
+    warm = _cells(policy, task, budgets["samples"], seed)
+    gaps = [abs(warm["sampled"][str(c)] - float(exact[c])) for c in task.start_cells]
+    out["warm"] = {
+        **warm,
+        "steps": 0 if history is None else len(history),
+        "seconds": warm_seconds,
+        "loss_last": None if history is None else history.last("loss", 5),
+        "uniform": _by_cell(task, torch.tensor(exact[task.start_cells])),
+        "max_gap_to_uniform": max(gaps),
+    }
+    policy, run = train(recipe.train_config(task, seed=seed, progress=not quick), policy)
+    out["grpo"] = {
+        **_cells(policy, task, budgets["samples"], seed),
+        "run": {**history_figures(run), "format_last5": run.last("format_rate", 5)},
+    }
+    return out
+
+
+def check_targets(runs: list[dict[str, Any]]) -> dict[str, bool]:
+    """The module docstring's targets over the seeds run."""
+    return {
+        "64 six-turn episodes in <= 12 s": all(r["rollout"]["seconds"] <= 12 for r in runs),
+        "warm start: sampled success within 0.1 of the uniform walker's from every cell": all(
+            r["warm"]["max_gap_to_uniform"] <= 0.1 for r in runs
+        ),
+        "GRPO: greedy success >= 95% from every cell": all(min(r["grpo"]["greedy"].values()) >= 0.95 for r in runs),
+        "warm start + GRPO <= 10 min": all(
+            (r["warm"]["seconds"] + r["grpo"]["run"]["train_seconds"]) / 60 <= 10 for r in runs
+        ),
+    }
+
+
+def _report(runs: list[dict[str, Any]]) -> None:
+    print("\nThe text maze, SmolLM2: success from each start cell (mean over the 10 cells)")
+    for r in runs:
+        ro = r["rollout"]
+        print(
+            f"  seed {r['seed']}: base greedy {r['base']['greedy_mean']:.0%}, sampled {r['base']['sampled_mean']:.0%} "
+            f"(moves {r['base']['move_rate']:.0%} of replies); {ro['episodes']} episodes in {ro['seconds']:.1f} s "
+            f"({ro['model_tokens_per_second']:.0f} model tokens/s); warm start {r['warm']['steps']} steps "
+            f"{r['warm']['seconds']:.0f} s -> sampled {r['warm']['sampled_mean']:.0%} (uniform walker "
+            f"{sum(r['warm']['uniform'].values()) / len(r['warm']['uniform']):.0%}, largest gap "
+            f"{r['warm']['max_gap_to_uniform']:.2f}); GRPO {r['grpo']['run']['steps']} steps "
+            f"{r['grpo']['run']['train_seconds']:.0f} s -> greedy {r['grpo']['greedy_mean']:.0%}, sampled "
+            f"{r['grpo']['sampled_mean']:.0%}"
+        )
+    if len(runs) > 1:
+        s = spread([r["grpo"]["greedy_mean"] for r in runs])
+        print(f"  GRPO greedy success over seeds: {s['mean']:.0%} ± {s['std']:.0%}")
+
+
+def maze_part(
+    record: Record,
+    seeds: Sequence[int],
+    quick: bool = False,
+    save: bool = False,
+    key: str | None = None,
+    device: str | None = None,
+) -> dict[str, bool]:
+    """Every seed into ``record.figures`` (or its ``key`` entry), saved after each when ``save``; prints the table
+    and returns the targets."""
+    kind = model_kind(SMOLLM2_ALIAS, device)
+    budgets = QUICK_BUDGETS if quick else BUDGETS
+    recipe = _quick(maze_recipe(kind)) if quick else maze_recipe(kind)
+    seeds, figures = part_figures(
+        record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), budgets=budgets, quick=quick
+    )
+    runs: list[dict[str, Any]] = []
+    figures["runs"] = runs
+    for seed in seeds:
+        runs.append(maze_seed(seed, budgets, device, quick))
+        if save:
+            record.save()
+    _report(runs)
+    return check_targets(runs)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="The text maze walked by SmolLM2 (minirl.bench.agents).")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the seeds to run (default 0)")
+    parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
+    parser.add_argument("--save", nargs="?", const="bench_agents", default=None, metavar="NAME")
+    args = parser.parse_args(argv)
+    record = Record(args.save or "bench_agents", seeds=args.seeds)
+    targets = maze_part(record, args.seeds, args.quick, args.save is not None)
+    return finish(record, targets, args.save, args.quick)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""minirl.bench.agents: the text maze walked by SmolLM2 (base, warm start, GRPO), its targets and a quick run."""
+
+import pytest
+
+from minirl.bench.agents import QUICK_BUDGETS, check_targets, main
+from minirl.results import load
+
+ROLLOUT = "64 six-turn episodes in <= 12 s"
+WARM = "warm start: sampled success within 0.1 of the uniform walker's from every cell"
+GRPO = "GRPO: greedy success >= 95% from every cell"
+TIME = "warm start + GRPO <= 10 min"
+
+
+def _run(rollout_s=10.0, gap=0.05, worst=0.96, warm_s=60.0, grpo_s=400.0):
+    return {
+        "rollout": {"seconds": rollout_s},
+        "warm": {"max_gap_to_uniform": gap, "seconds": warm_s},
+        "grpo": {"greedy": {"0": worst, "11": 1.0}, "run": {"train_seconds": grpo_s}},
+    }
+
+
+def test_the_targets_read_every_seed_and_fail_on_the_worst():
+    assert check_targets([_run(), _run()]) == {ROLLOUT: True, WARM: True, GRPO: True, TIME: True}
+    assert check_targets([_run(), _run(rollout_s=12.5)])[ROLLOUT] is False
+    assert check_targets([_run(gap=0.1)])[WARM] is True and check_targets([_run(gap=0.11)])[WARM] is False
+    assert check_targets([_run(worst=0.9)])[GRPO] is False  # one cell short fails however good the others
+    assert check_targets([_run(warm_s=120.0, grpo_s=480.0)])[TIME] is True
+    assert check_targets([_run(warm_s=121.0, grpo_s=480.0)])[TIME] is False
+
+
+@pytest.mark.smollm2
+def test_a_quick_run_measures_every_stage_from_every_cell(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    assert main(["--quick", "--save", "bench_agents_quick"]) == 0
+    f = load("bench_agents_quick")["figures"]
+    assert f["quick"] is True and f["budgets"] == QUICK_BUDGETS and f["seeds"] == [0]
+    (run,) = f["runs"]
+    cells = [str(c) for c in (0, 1, 2, 3, 4, 5, 8, 9, 10, 11)]
+    for stage in ("base", "warm", "grpo"):
+        assert list(run[stage]["greedy"]) == cells and list(run[stage]["sampled"]) == cells
+        assert all(v in (0.0, 1.0) for v in run[stage]["greedy"].values())  # one greedy walk per cell
+        assert 0.0 <= run[stage]["move_rate"] <= 1.0 and 1.0 <= run[stage]["turns_mean"] <= 6.0
+    assert run["rollout"]["episodes"] == 4 and run["rollout"]["seconds"] > 0
+    assert run["warm"]["steps"] == 2 and run["grpo"]["run"]["steps"] == 1
+    assert run["warm"]["uniform"]["11"] == pytest.approx(0.5185185, rel=1e-6)  # 7 digits kept
+    assert "You walk through a maze" in run["prompt"]
+    assert "The text maze, SmolLM2" in capsys.readouterr().out
