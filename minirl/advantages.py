@@ -16,7 +16,9 @@ Two more turn the same samples into the data of older recipes (notebook 11, ``mi
                                                                     reply w and its worst l
 
 where i, j run over the ``trial`` axis: the group of responses to one prompt.
-For multi-step episodes (the maze) ``compute_gae`` builds Ψ_t from a learned value V(s).
+For multi-step episodes (the maze) ``compute_gae`` builds Ψ_t from a learned value V(s); for a language model's
+episode (a token sequence whose environment tokens are masked out) ``token_gae`` does the same over the model's
+tokens, with the KL penalty folded into each token's reward (PPO for language models).
 
 A group whose rewards are all equal has Δ = 0 for every response under the group modes: it adds
 nothing to the gradient. ``zero_variance_fraction`` measures how much of a batch is such dead weight.
@@ -34,6 +36,7 @@ __all__ = [
     "compute_deltas",
     "compute_gae",
     "discounted_returns",
+    "token_gae",
     "zero_variance_fraction",
 ]
 
@@ -162,3 +165,58 @@ def compute_gae(
         running = deltas[..., t] + gamma * lam * not_done[..., t] * running
         advantages[..., t] = running
     return advantages
+
+
+def token_gae(
+    outcome: torch.Tensor,
+    values: torch.Tensor,
+    mask: torch.Tensor,
+    kl: torch.Tensor | None = None,
+    kl_coef: float = 0.0,
+    gamma: float = 1.0,
+    lam: float = 0.95,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """GAE over the model's tokens of each response (or episode), the KL penalty folded into the rewards.
+
+    Shapes: ``outcome`` ``[batch, trial]`` (the reward, which arrives after the last token); ``values``, ``mask``
+    and ``kl`` ``[batch, trial, pos]`` (``mask`` 1 on the model's tokens, 0 on the environment's and on padding:
+    those are not actions and are skipped, so the token after one of the model's is its next model token). With
+    k = 1 … K the model's tokens of one response in order::
+
+        r_k = −β KL_k + (R if k = K else 0)                      β = ``kl_coef``, R = ``outcome``
+        δ_k = r_k + γ V_{k+1} − V_k                              V_{K+1} = 0: the episode is over
+        A_k = δ_k + γ λ A_{k+1}                                  A_{K+1} = 0
+        G_k = A_k + V_k                                          the value's target (λ-return)
+
+    Returns ``(advantages, returns)`` ``[batch, trial, pos]``, 0 where the mask is 0. A response with no model
+    token has none of either.
+    """
+    if outcome.dim() != 2 or values.shape[:2] != outcome.shape or values.dim() != 3:
+        raise ValueError(
+            f"outcome must be [batch, trial] and values [batch, trial, pos] with the same batch and trial; got "
+            f"{list(outcome.shape)} and {list(values.shape)}"
+        )
+    if mask.shape != values.shape or (kl is not None and kl.shape != values.shape):
+        got = {"values": list(values.shape), "mask": list(mask.shape), **({} if kl is None else {"kl": list(kl.shape)})}
+        raise ValueError(f"values, mask and kl must share one shape [batch, trial, pos]; got {got}")
+    if not kl_coef >= 0:
+        raise ValueError(f"kl_coef must be >= 0; got {kl_coef!r}")
+    own = mask > 0
+    # the model's tokens moved to the front of each row, in order (a stable sort puts the 1s first)
+    order = torch.sort((~own).to(torch.int8), dim=-1, stable=True).indices
+    n = own.sum(dim=-1, keepdim=True)  # [batch, trial, 1]
+    k = torch.arange(values.shape[-1], device=values.device)
+    real = k < n  # [batch, trial, pos]: the first n places of the compact row
+    last = k == n - 1
+    v = torch.where(real, values.gather(-1, order), 0.0)
+    r = torch.where(last, outcome.unsqueeze(-1).to(values.dtype), 0.0)
+    if kl is not None and kl_coef > 0:
+        r = r - kl_coef * torch.where(real, kl.gather(-1, order), 0.0)
+    next_v = torch.cat([v[..., 1:], torch.zeros_like(v[..., :1])], dim=-1)
+    adv = compute_gae(r, v, next_v, (last | ~real).to(values.dtype), gamma, lam)
+    adv = torch.where(real, adv, 0.0)
+    ret = torch.where(real, adv + v, 0.0)
+    # back to the rows' own order
+    advantages = torch.zeros_like(values).scatter(-1, order, adv)
+    returns = torch.zeros_like(values).scatter(-1, order, ret)
+    return advantages, returns
