@@ -54,6 +54,11 @@ def _quick(recipe: LMRecipe) -> LMRecipe:
     return recipe.with_(sft_steps=2, sft_prompts_per_step=2, steps=1, prompts_per_step=2, group_size=2, eval_every=0)
 
 
+def _recipe(kind: str, quick: bool, steps: int | None) -> LMRecipe:
+    recipe = _quick(maze_recipe(kind)) if quick else maze_recipe(kind)
+    return recipe if steps is None else recipe.with_(steps=steps)
+
+
 def _by_cell(task: TextMazeTask, rates: torch.Tensor) -> dict[str, float]:
     return {str(c): float(r) for c, r in zip(task.start_cells, rates)}
 
@@ -96,10 +101,11 @@ def _timed_rollout(policy, task: TextMazeTask, b: dict[str, Any], seed: int) -> 
     }
 
 
-def maze_seed(seed: int, budgets: dict[str, Any], device: str | None = None, quick: bool = False) -> dict[str, Any]:
+def maze_seed(
+    seed: int, budgets: dict[str, Any], device: str | None = None, quick: bool = False, steps: int | None = None
+) -> dict[str, Any]:
     """One seed: base model, timed rollout, warm start, GRPO, each measured from every start cell."""
-    kind = model_kind(SMOLLM2_ALIAS, device)
-    recipe = _quick(maze_recipe(kind)) if quick else maze_recipe(kind)
+    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps)
     task = TextMazeTask()
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
     out: dict[str, Any] = {"seed": seed, "prompt": policy.render(task.eval_prompts(1)[0])}
@@ -167,19 +173,20 @@ def maze_part(
     save: bool = False,
     key: str | None = None,
     device: str | None = None,
+    steps: int | None = None,
 ) -> dict[str, bool]:
     """Every seed into ``record.figures`` (or its ``key`` entry), saved after each when ``save``; prints the table
-    and returns the targets."""
+    and returns the targets. ``steps``: GRPO steps instead of the recipe's (the record keeps the recipe run)."""
     kind = model_kind(SMOLLM2_ALIAS, device)
     budgets = QUICK_BUDGETS if quick else BUDGETS
-    recipe = _quick(maze_recipe(kind)) if quick else maze_recipe(kind)
+    recipe = _recipe(kind, quick, steps)
     seeds, figures = part_figures(
         record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), budgets=budgets, quick=quick
     )
     runs: list[dict[str, Any]] = []
     figures["runs"] = runs
     for seed in seeds:
-        runs.append(maze_seed(seed, budgets, device, quick))
+        runs.append(maze_seed(seed, budgets, device, quick, steps))
         if save:
             record.save()
     _report(runs)
@@ -190,10 +197,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The text maze walked by SmolLM2 (minirl.bench.agents).")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the seeds to run (default 0)")
     parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
+    parser.add_argument("--steps", type=int, default=None, help="GRPO steps instead of the recipe's (a probe)")
     parser.add_argument("--save", nargs="?", const="bench_agents", default=None, metavar="NAME")
     args = parser.parse_args(argv)
     record = Record(args.save or "bench_agents", seeds=args.seeds)
-    targets = maze_part(record, args.seeds, args.quick, args.save is not None)
+    targets = maze_part(record, args.seeds, args.quick, args.save is not None, steps=args.steps)
     return finish(record, targets, args.save, args.quick)
 
 
