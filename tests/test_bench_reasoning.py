@@ -476,3 +476,39 @@ def test_a_resumed_quick_run_adds_an_arm_from_the_same_warm_start(tmp_path, monk
     lenient = recipe.reasoning_task("sum", n_numbers=4, reward="substring")
     honest = lenient.rewards(prompts, run["thinking"]["replies"]).mean()
     assert run["hack"]["honest_proxy"] == pytest.approx(float(honest), rel=1e-6)  # 7 digits kept
+
+
+def test_the_report_says_which_arms_and_seeds_a_partial_record_lacks_and_its_sittings(monkeypatch):
+    """A record stopped after seed 0's thinking arm and resumed once: the block names what is missing, the command
+    that measures it, and each sitting's commit."""
+    import minirl.report.reasoning_bench as rb
+
+    run = {k: v for k, v in _run(0).items() if k not in ("control", "answer-only", "hack", "fix")}
+    run["thinking"] = {**run["thinking"], "commit": "b" * 40}
+    record = {
+        "name": "bench_reasoning",
+        "file": "bench_reasoning.json",
+        "command": "python -m minirl.bench.reasoning_rl --seeds 0 1 2 --save --resume",
+        "commit": "c" * 40,
+        "dirty": [],
+        "date": "2026-11-27T00:00:00+00:00",
+        "machine": {"cpu": "AMD EPYC", "cores": 2, "gpu": None},
+        "load": {"others_busy": 0.1},
+        "figures": {
+            "budgets": BUDGETS,
+            "base": BASE,
+            "runs": [run],
+            "summary": summarize([run], BASE),
+            "recipes": {"think": reasoning_recipe("pretrained").__dict__, "answer": {}},
+            "earlier": [{"commit": "a" * 40, "date": "2026-11-26T23:00:00+00:00"}],
+        },
+    }
+    monkeypatch.setattr(rb, "_load", lambda name: record if name == "bench_reasoning" else None)
+    text = rb.reasoning_seeds()
+    assert (
+        "Not measured yet (seed 0: control, answer-only, hack, fix; seed 1: every arm; seed 2: every arm): "
+        "`python -m minirl.bench.reasoning_rl --seeds 0 1 2 --save --resume` runs only what the record lacks."
+    ) in text
+    sittings = "Measured in 2 sittings with `--resume`: earlier ones at commit aaaaaaa, 2026-11-26; seed 0 thinking at"
+    assert sittings + " bbbbbbb." in text
+    assert "pass@k on the first 32 held-out 4-number sums" in text  # the thinking arm's curves are there

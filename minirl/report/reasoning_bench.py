@@ -128,6 +128,8 @@ def _thinking_over_seeds(runs: list[dict[str, Any]], summary: dict[str, Any], bu
     problems GRPO newly solved, each seed's warm start + GRPO wall time, and the targets."""
     from minirl.bench.reasoning_rl import nested
 
+    if not any(nested(r, ("thinking", "pass")) for r in runs):
+        return []  # no thinking arm measured yet: nothing to say about it
     pass_header, pass_rows = _pass_rows(summary)
     times = ", ".join(
         f"seed {r['seed']} {_seconds(nested(r, ('warm', 'seconds')))} + "
@@ -164,21 +166,62 @@ def reasoning_seeds() -> str:
     recipe = f["recipes"]["think"]  # reasoning_part keeps a recipe per form: "think" and "answer"
     return "\n".join(
         [
-            f"Notebook 10's arms over seeds {', '.join(map(str, seeds))}, one command, every budget a number of steps "
-            f"(`reasoning_recipe`: GRPO {recipe['steps']} steps of {recipe['prompts_per_step']} prompts × "
-            f"{recipe['group_size']} replies at a constant learning rate {recipe['learning_rate']:g}, after a warm "
-            f"start of {recipe['sft_steps']} steps of {recipe['sft_prompts_per_step']} worked 3-number sums; the "
-            f"control {budgets['control_steps']} more supervised steps; answer-only {recipe['sft_steps']} bare-answer "
-            f"steps, then {budgets['answer_steps']} GRPO steps). Held-out greedy accuracy on "
-            f"{recipe['eval_prompts']} 4-number sums; in brackets the steps of each stage:",
-            "",
-            table(["4-number sums", *(f"seed {s}" for s in seeds), "mean ± std (min–max), points"], rows),
-            "",
+            *_seeds_table(runs, seeds, rows, recipe, budgets),
             *_thinking_over_seeds(runs, summary, budgets),
             "",
+            *_sittings(data, runs),
             provenance(data),
         ]
     )
+
+
+BENCH_SEEDS = (0, 1, 2)
+"""The seeds the reasoning benchmark's command runs (RESULTS.md's command list)."""
+
+
+def _not_yet(runs: list[dict[str, Any]]) -> str:
+    """Which arms of which seeds the record lacks, and the command that measures them."""
+    from minirl.bench.reasoning_rl import ARMS
+
+    missing = [f"seed {r['seed']}: {', '.join(a for a in ARMS if a not in r)}" for r in runs if set(ARMS) - set(r)]
+    missing += [f"seed {s}: every arm" for s in BENCH_SEEDS if s not in {r["seed"] for r in runs}]
+    if not missing:
+        return ""
+    return (
+        f"Not measured yet ({'; '.join(missing)}): `python -m minirl.bench.reasoning_rl --seeds 0 1 2 --save "
+        "--resume` runs only what the record lacks."
+    )
+
+
+def _sittings(data: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
+    """A record measured in several sittings (``--resume``): each one's commit and date, and the commit of each arm."""
+    earlier = data["figures"].get("earlier", [])
+    if not earlier:
+        return []
+    from minirl.bench.reasoning_rl import ARMS
+
+    sittings = "; ".join(f"commit {(e['commit'] or '?')[:7]}, {(e['date'] or '?')[:10]}" for e in earlier)
+    arms = "; ".join(
+        f"seed {r['seed']} {arm} at {str(r[arm].get('commit', '?'))[:7]}" for r in runs for arm in ARMS if arm in r
+    )
+    return [f"Measured in {len(earlier) + 1} sittings with `--resume`: earlier ones at {sittings}; {arms}.", ""]
+
+
+def _seeds_table(runs, seeds, rows, recipe, budgets) -> list[str]:
+    """The table of notebook 10's arms over seeds, under the sentence that says how each arm ran."""
+    return [
+        f"Notebook 10's arms over seeds {', '.join(map(str, seeds))}, one command, every budget a number of steps "
+        f"(`reasoning_recipe`: GRPO {recipe['steps']} steps of {recipe['prompts_per_step']} prompts × "
+        f"{recipe['group_size']} replies at a constant learning rate {recipe['learning_rate']:g}, after a warm "
+        f"start of {recipe['sft_steps']} steps of {recipe['sft_prompts_per_step']} worked 3-number sums; the "
+        f"control {budgets['control_steps']} more supervised steps; answer-only {recipe['sft_steps']} bare-answer "
+        f"steps, then {budgets['answer_steps']} GRPO steps). Held-out greedy accuracy on "
+        f"{recipe['eval_prompts']} 4-number sums; in brackets the steps of each stage:",
+        "",
+        table(["4-number sums", *(f"seed {s}" for s in seeds), "mean ± std (min–max), points"], rows),
+        "",
+        *([_not_yet(runs), ""] if _not_yet(runs) else []),
+    ]
 
 
 GPU_RECIPE = ("bench_reasoning_gpu", "bench_reasoning_gpu_fix", "bench_reasoning_gpu_hack")
