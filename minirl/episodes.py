@@ -199,7 +199,10 @@ def sample_episodes(  # noqa: C901
     cut = torch.zeros(n, dtype=torch.bool)
     alive = list(range(n))  # the episodes still talking, in the order of seq's rows
     cache = None
-    sampling = {"do_sample": False} if greedy else {"do_sample": True, "temperature": float(temperature), "top_k": 0}
+    # plain sampling, as CausalLMPolicy.sample: no top-k or top-p from the model's generation config, so the
+    # tokens are drawn from the very distribution the loss scores
+    plain = {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0}
+    sampling = {"do_sample": False} if greedy else plain
     device = generator.device if generator is not None else "cpu"
     for _ in range(max_turns):
         seed = int(torch.randint(0, 2**62, (), generator=generator, device=device).item())
