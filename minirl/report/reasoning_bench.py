@@ -90,12 +90,16 @@ def _reasoning_verdicts(summary: dict[str, Any]) -> str:
     return "; ".join(f"{texts.get(name, name)}: {'met' if ok else '**not met**'}" for name, ok in targets.items())
 
 
-def _pass_rows(summary: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
-    """pass@k over seeds (mean ± std) before and after thinking GRPO, at the powers of 2."""
+def _pass_rows(summary: dict[str, Any], n_seeds: int) -> tuple[list[str], list[list[str]]]:
+    """pass@k over seeds (mean ± std; one seed's alone) before and after thinking GRPO, at the powers of 2."""
     before, after = summary.get("pass_before", {}), summary.get("pass_after", {})
     ks = _pass_ks(list(before))
+
+    def cell(s: dict[str, float]) -> str:
+        return pm(s, 0) if n_seeds > 1 else pct(s["mean"], 0)
+
     rows = [
-        [label, *(pm(curve[f"pass@{k}"], 0) for k in ks)]
+        [label, *(cell(curve[f"pass@{k}"]) for k in ks)]
         for label, curve in (("after the warm start", before), ("after thinking GRPO", after))
         if curve
     ]
@@ -130,7 +134,8 @@ def _thinking_over_seeds(runs: list[dict[str, Any]], summary: dict[str, Any], bu
 
     if not any(nested(r, ("thinking", "pass")) for r in runs):
         return []  # no thinking arm measured yet: nothing to say about it
-    pass_header, pass_rows = _pass_rows(summary)
+    n = sum(nested(r, ("thinking", "pass")) is not None for r in runs)
+    pass_header, pass_rows = _pass_rows(summary, n)
     times = ", ".join(
         f"seed {r['seed']} {_seconds(nested(r, ('warm', 'seconds')))} + "
         f"{_seconds(nested(r, ('thinking', 'run', 'train_seconds')))}"
@@ -139,13 +144,15 @@ def _thinking_over_seeds(runs: list[dict[str, Any]], summary: dict[str, Any], bu
     )
     return [
         f"pass@k on the first {budgets['pass_prompts']} held-out 4-number sums, {budgets['pass_samples']} samples "
-        "each at T = 1, mean ± std over seeds:",
+        f"each at T = 1, {'mean ± std over seeds' if n > 1 else 'one seed'}:",
         "",
         table(["", *pass_header], pass_rows),
         "",
         _newly_solved(runs),
         "",
-        f"Wall time, warm start + thinking GRPO: {times}. Targets over these seeds: {_reasoning_verdicts(summary)}.",
+        f"Wall time, warm start + thinking GRPO: {times}. "
+        f"{'Targets over these seeds' if n > 1 else 'Targets on this one seed (they are set over 3)'}: "
+        f"{_reasoning_verdicts(summary)}.",
     ]
 
 
