@@ -3,7 +3,7 @@
 import pytest
 
 from minirl.bench.agents import QUICK_BUDGETS, check_targets, main
-from minirl.results import load
+from minirl.results import Record, load
 
 ROLLOUT = "64 six-turn episodes in <= 12 s"
 WARM = "warm start: sampled success within 0.1 of the uniform walker's from every cell"
@@ -31,14 +31,24 @@ def test_the_targets_read_every_seed_and_fail_on_the_worst():
 @pytest.mark.smollm2
 def test_a_quick_run_measures_every_stage_from_every_cell(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
-    assert main(["--quick", "--save", "bench_agents_quick"]) == 0
+    stages_saved = []  # the stages the record held at each save: a stopped run keeps what it finished
+    save = Record.save
+
+    def spy(self, *args):
+        stages_saved.append(list(self.figures["runs"][-1]))
+        return save(self, *args)
+
+    monkeypatch.setattr(Record, "save", spy)
+    assert main(["--quick", "--samples", "2", "--save", "bench_agents_quick"]) == 0
+    assert [s[-1] for s in stages_saved[:4]] == ["base", "rollout", "warm", "grpo"]
     f = load("bench_agents_quick")["figures"]
-    assert f["quick"] is True and f["budgets"] == QUICK_BUDGETS and f["seeds"] == [0]
+    assert f["quick"] is True and f["budgets"] == {**QUICK_BUDGETS, "samples": 2} and f["seeds"] == [0]
     (run,) = f["runs"]
     cells = [str(c) for c in (0, 1, 2, 3, 4, 5, 8, 9, 10, 11)]
     for stage in ("base", "warm", "grpo"):
         assert list(run[stage]["greedy"]) == cells and list(run[stage]["sampled"]) == cells
         assert all(v in (0.0, 1.0) for v in run[stage]["greedy"].values())  # one greedy walk per cell
+        assert all(v in (0.0, 0.5, 1.0) for v in run[stage]["sampled"].values())  # two sampled walks per cell
         assert 0.0 <= run[stage]["move_rate"] <= 1.0 and 1.0 <= run[stage]["turns_mean"] <= 6.0
     assert run["rollout"]["episodes"] == 4 and run["rollout"]["seconds"] > 0
     assert run["warm"]["steps"] == 2 and run["grpo"]["run"]["steps"] == 1

@@ -170,5 +170,8 @@ def test_the_command_line_makes_the_maze_task_with_its_recipe():
         recipe = entry.recipe(kind, argparse.Namespace())
         assert recipe == maze_recipe(kind) and recipe.max_new_tokens == MAZE_TOKENS and recipe.eval_prompts == 10
     assert entry.make(argparse.Namespace(), maze_recipe("tiny")) == TextMazeTask()
+    # SmolLM2's maze recipe is one on a CPU and a GPU: the top 10 blocks train, no KL term
+    assert maze_recipe("pretrained-cuda") == maze_recipe("pretrained")
+    assert maze_recipe("pretrained").trainable_layers == 10 and maze_recipe("pretrained").kl_coef == 0.0
     with pytest.raises(ValueError, match=r"kind must be one of \['pretrained', 'pretrained-cuda', 'tiny'\]; got 'gpu'"):
         maze_recipe("gpu")

@@ -27,7 +27,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -102,15 +102,29 @@ def _timed_rollout(policy, task: TextMazeTask, b: dict[str, Any], seed: int) -> 
 
 
 def maze_seed(
-    seed: int, budgets: dict[str, Any], device: str | None = None, quick: bool = False, steps: int | None = None
+    seed: int,
+    budgets: dict[str, Any],
+    device: str | None = None,
+    quick: bool = False,
+    steps: int | None = None,
+    out: dict[str, Any] | None = None,
+    saved: Callable[[], Any] | None = None,
 ) -> dict[str, Any]:
-    """One seed: base model, timed rollout, warm start, GRPO, each measured from every start cell."""
+    """One seed: base model, timed rollout, warm start, GRPO, each measured from every start cell.
+
+    The figures go into ``out`` (a new dict when None) stage by stage, and ``saved`` (a record's ``save``) is called
+    after each stage, so a stopped run keeps the stages it finished."""
+    out = {} if out is None else out
+    saved = saved or (lambda: None)
     recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps)
     task = TextMazeTask()
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
-    out: dict[str, Any] = {"seed": seed, "prompt": policy.render(task.eval_prompts(1)[0])}
-    out["base"] = _cells(policy, task, budgets["samples"], seed)
+    out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]))
+    start = time.perf_counter()
+    out["base"] = {**_cells(policy, task, budgets["samples"], seed), "seconds": time.perf_counter() - start}
+    saved()
     out["rollout"] = _timed_rollout(policy, task, budgets, seed)
+    saved()
     start = time.perf_counter()
     history = recipe.warm_start(policy, task, seed=seed, progress=not quick)
     warm_seconds = time.perf_counter() - start
@@ -125,11 +139,13 @@ def maze_seed(
         "uniform": _by_cell(task, torch.tensor(exact[task.start_cells])),
         "max_gap_to_uniform": max(gaps),
     }
+    saved()
     policy, run = train(recipe.train_config(task, seed=seed, progress=not quick), policy)
     out["grpo"] = {
         **_cells(policy, task, budgets["samples"], seed),
         "run": {**history_figures(run), "format_last5": run.last("format_rate", 5)},
     }
+    saved()
     return out
 
 
@@ -174,11 +190,13 @@ def maze_part(
     key: str | None = None,
     device: str | None = None,
     steps: int | None = None,
+    samples: int | None = None,
 ) -> dict[str, bool]:
     """Every seed into ``record.figures`` (or its ``key`` entry), saved after each when ``save``; prints the table
-    and returns the targets. ``steps``: GRPO steps instead of the recipe's (the record keeps the recipe run)."""
+    and returns the targets. ``steps``: GRPO steps instead of the recipe's (the record keeps the recipe run);
+    ``samples``: sampled walks per start cell instead of the budget's (the record keeps the budgets run)."""
     kind = model_kind(SMOLLM2_ALIAS, device)
-    budgets = QUICK_BUDGETS if quick else BUDGETS
+    budgets = dict(QUICK_BUDGETS if quick else BUDGETS, **({} if samples is None else {"samples": samples}))
     recipe = _recipe(kind, quick, steps)
     seeds, figures = part_figures(
         record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), budgets=budgets, quick=quick
@@ -186,9 +204,8 @@ def maze_part(
     runs: list[dict[str, Any]] = []
     figures["runs"] = runs
     for seed in seeds:
-        runs.append(maze_seed(seed, budgets, device, quick, steps))
-        if save:
-            record.save()
+        runs.append({})
+        maze_seed(seed, budgets, device, quick, steps, out=runs[-1], saved=record.save if save else None)
     _report(runs)
     return check_targets(runs)
 
@@ -198,10 +215,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the seeds to run (default 0)")
     parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
     parser.add_argument("--steps", type=int, default=None, help="GRPO steps instead of the recipe's (a probe)")
+    parser.add_argument("--samples", type=int, default=None, help="sampled walks per start cell (a probe)")
     parser.add_argument("--save", nargs="?", const="bench_agents", default=None, metavar="NAME")
     args = parser.parse_args(argv)
     record = Record(args.save or "bench_agents", seeds=args.seeds)
-    targets = maze_part(record, args.seeds, args.quick, args.save is not None, steps=args.steps)
+    targets = maze_part(record, args.seeds, args.quick, args.save is not None, steps=args.steps, samples=args.samples)
     return finish(record, targets, args.save, args.quick)
 
 
