@@ -5,6 +5,7 @@ the ``smollm2_cache`` fixture (tests/conftest.py). Offline and on CPU. The polic
 """
 
 import importlib.metadata
+import warnings
 
 import pytest
 import torch
@@ -92,6 +93,25 @@ def test_save_and_load_policy_gives_identical_logits(tiny, tmp_path):
         expected = tiny.model(input_ids=input_ids, attention_mask=attention_mask).logits
         got = loaded.model(input_ids=input_ids, attention_mask=attention_mask).logits
     assert torch.equal(expected, got)
+
+
+def test_load_policy_ends_replies_with_the_models_end_token(tiny, tmp_path):
+    # transformers 5.17 reads SmolLM2's GGUF file into a tokenizer whose end token is <|im_start|>, while the
+    # model's generation config says <|im_end|>: replies would not stop where the model ends them
+    from transformers import AutoTokenizer
+
+    tiny.save_pretrained(tmp_path)
+    tokenizer = AutoTokenizer.from_pretrained(tmp_path)
+    tokenizer.eos_token = "<|im_start|>"
+    tokenizer.save_pretrained(tmp_path)
+    assert AutoTokenizer.from_pretrained(tmp_path).eos_token == "<|im_start|>"
+    with pytest.warns(UserWarning, match=r"end token '<\|im_start\|>' is not the model's \('<\|im_end\|>'"):
+        loaded = load_policy(tmp_path, device="cpu")
+    assert loaded.tokenizer.eos_token == "<|im_end|>" and loaded.eos_token_id == tiny.eos_token_id
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # they agree: nothing to say
+        tiny.save_pretrained(tmp_path)
+        assert load_policy(tmp_path, device="cpu").eos_token_id == tiny.eos_token_id
 
 
 def test_hub_name_without_network_says_how_to_use_the_shipped_model(monkeypatch):

