@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU figures of notebooks 08 and 10 in one run, part by part, each saved as its command ends (a stopped run
+# The GPU figures of notebooks 08, 10 and 12 in one run, part by part, each saved as its command ends (a stopped run
 # keeps what it measured):
 #
 #   bash scripts/gpu_check.sh                 # every part
@@ -11,6 +11,8 @@
 #   fix        notebook 10's reward-hacking lab: the fixed verifier's run from the same warm start, seed 0
 #              -> results/bench_reasoning_gpu_fix.json
 #   hack       the same lab's hacked run (the lenient verifier), seed 0 -> results/bench_reasoning_gpu_hack.json
+#   agents     notebook 12: the text maze walked by SmolLM2 (the maze recipe, the CPU's), seeds 0 1 2
+#              -> results/bench_agents_gpu.json
 #
 # Each part is one command and one record, so a device session too short for all of them can take some (the
 # records' wall times say how long each took: RESULTS.md, "SmolLM2 on a GPU" and "Reasoning").
@@ -24,11 +26,11 @@ export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 
 failed=0
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack)
+[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack agents)
 for part in "${parts[@]}"; do  # every part named before any runs
   case "$part" in
-    sorting | reasoning | fix | hack) ;;
-    *) echo "unknown part $part (sorting, reasoning, fix, hack)" >&2; exit 2 ;;
+    sorting | reasoning | fix | hack | agents) ;;
+    *) echo "unknown part $part (sorting, reasoning, fix, hack, agents)" >&2; exit 2 ;;
   esac
 done
 
@@ -45,6 +47,7 @@ for part in "${parts[@]}"; do
     reasoning) python -m minirl.bench.reasoning_rl --seeds 0 1 2 --arms thinking --save bench_reasoning_gpu || failed=1 ;;
     fix) python -m minirl.bench.reasoning_rl --seeds 0 --arms fix --save bench_reasoning_gpu_fix || failed=1 ;;
     hack) python -m minirl.bench.reasoning_rl --seeds 0 --arms hack --save bench_reasoning_gpu_hack || failed=1 ;;
+    agents) python -m minirl.bench.agents --seeds 0 1 2 --save bench_agents_gpu || failed=1 ;;
   esac
 done
 echo "== done ($(date -u +%T)); targets failed in some part: $failed"

@@ -27,6 +27,7 @@ The renderers, one module per area (each reads its records with ``minirl.report.
 - ``minirl.report.reasoning_bench``: the reasoning benchmarks over seeds (``reasoning_seeds``,
   ``reasoning_gpu_recipe``, ``reasoning_gpu``, ``reasoning_families``);
 - ``minirl.report.self_training``: notebook 11's comparison at a matched budget (``self_training``);
+- ``minirl.report.agents``: the text maze walked by SmolLM2, the chapter on agents (``agents``);
 - ``minirl.report.headline``: README's headline table (``headline``).
 """
 
@@ -37,7 +38,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
-from minirl.report import headline, lm, notebooks, reasoning, reasoning_bench, self_training, toy, trl
+from minirl.report import agents, headline, lm, notebooks, reasoning, reasoning_bench, self_training, toy, trl
 from minirl.utils import REPO_ROOT
 
 __all__ = ["BLOCKS", "DOCUMENTS", "render", "render_readme", "stale_blocks"]
@@ -68,6 +69,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "reasoning_gpu_recipe": reasoning_bench.reasoning_gpu_recipe,
     "reasoning_gpu": reasoning_bench.reasoning_gpu,
     "self_training": self_training.self_training,
+    "agents": agents.agents,
     "headline": headline.headline,
 }
 
