@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "Conversation",
     "demonstrations",
+    "env_turn_encoder",
     "env_turn_ids",
     "episode_mask_errors",
     "episode_rollout",
@@ -65,17 +66,17 @@ class Conversation(Protocol):
 _PROBE = ({"role": "system", "content": "S"}, {"role": "user", "content": "Q"})
 
 
-def env_turn_ids(tokenizer, message: str) -> list[int]:
-    """The token ids the chat template puts after an assistant reply's end-of-sequence token for a user turn
-    ``message``, up to and including the opening of the next assistant turn (ChatML: ``"\\n<|im_start|>user\\n"``
-    + message + ``"<|im_end|>\\n<|im_start|>assistant\\n"``).
+_MARKER = "\ue000"  # a private-use character: no environment message holds it
 
-    Found by rendering a short conversation with and without the extra turn: the longer text must begin with the
-    shorter one and the reply's end-of-sequence token, else the template rewrites earlier turns and a multi-turn
-    episode built from sampled ids would not be what the template renders: a ValueError says so."""
+
+def env_turn_encoder(tokenizer) -> Callable[[str], list[int]]:
+    """``env_turn_ids`` for one tokenizer, its template rendered once: the text around a user message is found
+    with a marker in the message's place, and each message is then put between the two and tokenised (as a
+    whole, so the ids are those of the rendered text). A ValueError when the template rewrites earlier turns or
+    changes a message's text (so the marker does not come through as it went in)."""
     eos = tokenizer.eos_token
     before = tokenizer.apply_chat_template(list(_PROBE), add_generation_prompt=True, tokenize=False) + "A" + eos
-    turns = [*_PROBE, {"role": "assistant", "content": "A"}, {"role": "user", "content": message}]
+    turns = [*_PROBE, {"role": "assistant", "content": "A"}, {"role": "user", "content": _MARKER}]
     after = tokenizer.apply_chat_template(turns, add_generation_prompt=True, tokenize=False)
     if not after.startswith(before):
         raise ValueError(
@@ -83,7 +84,26 @@ def env_turn_ids(tokenizer, message: str) -> list[int]:
             "with the shorter one's text and the reply's end-of-sequence token): multi-turn episodes are built from "
             "the sampled token ids and need a template that only appends"
         )
-    return tokenizer(after[len(before) :], add_special_tokens=False)["input_ids"]
+    head, found, tail = after[len(before) :].partition(_MARKER)
+    if not found or _MARKER in tail:
+        raise ValueError("the tokenizer's chat template changes a user message's text: it must keep it as it is")
+
+    def encode(message: str) -> list[int]:
+        return tokenizer(head + message + tail, add_special_tokens=False)["input_ids"]
+
+    return encode
+
+
+def env_turn_ids(tokenizer, message: str) -> list[int]:
+    """The token ids the chat template puts after an assistant reply's end-of-sequence token for a user turn
+    ``message``, up to and including the opening of the next assistant turn (ChatML: ``"\\n<|im_start|>user\\n"``
+    + message + ``"<|im_end|>\\n<|im_start|>assistant\\n"``).
+
+    Found by rendering a short conversation with and without the extra turn: the longer text must begin with the
+    shorter one and the reply's end-of-sequence token, else the template rewrites earlier turns and a multi-turn
+    episode built from sampled ids would not be what the template renders: a ValueError says so. A loop over many
+    turns renders the template once with ``env_turn_encoder``."""
+    return env_turn_encoder(tokenizer)(message)
 
 
 def episode_mask_errors(mask: torch.Tensor, model_tokens: torch.Tensor) -> dict[str, int]:
@@ -191,6 +211,7 @@ def sample_episodes(  # noqa: C901
     if not greedy and not temperature > 0:
         raise ValueError(f"temperature must be > 0; got {temperature!r}")
     tok, eos, pad = policy.tokenizer, policy.eos_token_id, policy.pad_token_id
+    env_ids = env_turn_encoder(tok)
     envs = [make_env(p) for p in prompts for _ in range(group_size)]
     n = len(envs)
     ids, attn = policy.encode_prompts(prompts)
@@ -226,7 +247,7 @@ def sample_episodes(  # noqa: C901
             message, _, done = envs[episode].step(text)
             cut[episode] |= not closed
             goes_on = not done and message is not None
-            env = ([] if closed else [eos]) + (env_turn_ids(tok, message) if message is not None and goes_on else [])
+            env = ([] if closed else [eos]) + (env_ids(message) if message is not None and goes_on else [])
             turns[episode].append((reply, env))
             if goes_on:
                 keep.append(row)
@@ -284,14 +305,15 @@ def scripted_episodes(
     if not (isinstance(max_turns, int) and max_turns > 0):
         raise ValueError(f"max_turns must be a positive int; got {max_turns!r}")
     tok, eos = policy.tokenizer, policy.eos_token_id
+    env_ids = env_turn_encoder(tok)
     turns, answers = [], []
     for prompt in prompts:
         env, episode = make_env(prompt), []
         for _ in range(max_turns):
             text = reply(env, generator)
             message, _, done = env.step(text)
-            env_ids = env_turn_ids(tok, message) if message is not None and not done else []
-            episode.append((tok(text, add_special_tokens=False)["input_ids"] + [eos], env_ids))
+            ids = env_ids(message) if message is not None and not done else []
+            episode.append((tok(text, add_special_tokens=False)["input_ids"] + [eos], ids))
             if done or message is None:
                 break
         turns.append(episode)

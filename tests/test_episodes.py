@@ -7,7 +7,14 @@ cache shared or not) agree to ~1e-6 (a few ulps through 4 blocks); ``abs=1e-4`` 
 import pytest
 import torch
 
-from minirl.episodes import env_turn_ids, episode_mask_errors, greedy_rollout, sample_episodes, sample_rollout
+from minirl.episodes import (
+    env_turn_encoder,
+    env_turn_ids,
+    episode_mask_errors,
+    greedy_rollout,
+    sample_episodes,
+    sample_rollout,
+)
 from minirl.evaluate import evaluate
 from minirl.lm.models import make_tiny_lm
 from minirl.lm.policy import _position_ids
@@ -38,6 +45,27 @@ def test_a_template_that_rewrites_earlier_turns_is_refused(policy):
     )
     with pytest.raises(ValueError, match="the tokenizer's chat template rewrites earlier turns"):
         env_turn_ids(tok, "hi")
+
+
+def test_the_encoder_renders_the_template_once_and_gives_the_same_ids(policy):
+    tok = policy.tokenizer
+    encode = env_turn_encoder(tok)
+    for message in ("You are at row 1.", "  spaces kept  ", "two\nlines", ""):
+        full = tok.apply_chat_template(
+            [{"role": "user", "content": message}], add_generation_prompt=True, tokenize=False
+        )  # the user turn as the template renders it, then the assistant's opening
+        assert tok.decode(encode(message)) == "\n" + full
+    assert encode("You are at row 1.") == env_turn_ids(tok, "You are at row 1.")
+
+
+def test_a_template_that_changes_a_message_is_refused(policy):
+    import copy
+
+    tok = copy.deepcopy(policy.tokenizer)
+    tok.chat_template = tok.chat_template.replace("message['content']", "message['content'] | urlencode")
+    assert tok.chat_template != policy.tokenizer.chat_template  # the replacement took
+    with pytest.raises(ValueError, match="changes a user message's text"):
+        env_turn_encoder(tok)
 
 
 def test_the_mask_errors_count_env_tokens_in_the_loss_and_model_tokens_left_out():
