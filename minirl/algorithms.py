@@ -24,6 +24,11 @@ Learning from your own samples (notebook 11): the naive rung's one step per batc
     online_dpo        dpo_loss on each group's best and worst reply, β = kl_coef, the reference refreshed
                       every 5 steps, a round (4 knobs from naive)
 
+Agents (notebook 12), for language models only (``LM_ALGORITHMS``):
+
+    ppo               the clipped rung with one advantage per model token from a learned value (GAE over the
+                      episode, ``minirl.critic``) and β in the per-token reward: PPO for language models
+
 Every knob here is an argument of ``minirl.losses.policy_loss`` or of the training loop; the
 training loop itself has no per-algorithm branches beyond reading these fields. ``policy_loss_kwargs``
 spells out which knobs reach ``policy_loss``.
@@ -37,9 +42,10 @@ from minirl.advantages import DELTA_MODES
 from minirl.losses import AGGREGATIONS
 from minirl.utils import check_positive_ints
 
-__all__ = ["ALGORITHMS", "OBJECTIVES", "AlgoConfig", "AlgoField", "get_algorithm"]
+__all__ = ["ADVANTAGE_LEVELS", "ALGORITHMS", "LM_ALGORITHMS", "OBJECTIVES", "AlgoConfig", "AlgoField", "get_algorithm"]
 
 OBJECTIVES = ("policy_gradient", "dpo")
+ADVANTAGE_LEVELS = ("sequence", "token", "critic")
 
 
 @dataclass(frozen=True)
@@ -50,8 +56,10 @@ class AlgoConfig:
         name: a label for plots and tables.
         delta_mode: how rewards become advantages: ``"rewards"``, ``"centered_rewards"``
             or ``"normalized_rewards"`` (``compute_deltas``).
-        advantage_level: ``"sequence"`` (one reward per response, the outcome reward) or
-            ``"token"`` (one reward per position, the process reward; deltas per position).
+        advantage_level: ``"sequence"`` (one reward per response, the outcome reward),
+            ``"token"`` (one reward per position, the process reward; deltas per position) or ``"critic"``
+            (one advantage per model token from a learned value, GAE: PPO for language models,
+            ``minirl.critic``; β then penalises the reward per token instead of adding a KL term to the loss).
         importance_ratio: use ρ = π_θ / π_old with π_old fixed during the inner epochs; if False,
             the loss is the naive −log π_θ · Δ (ratio to the *current* policy, always 1).
         clip_eps_low, clip_eps_high: clip range [1 − ε_low, 1 + ε_high]; None = no clipping /
@@ -68,6 +76,9 @@ class AlgoConfig:
             (a verifier pays 1 for a right reply).
         objective: ``"policy_gradient"`` (``policy_loss``) or ``"dpo"`` (``online_dpo_loss`` on the
             ``best_vs_worst`` pairs, with β = ``kl_coef``).
+        gamma, lam: GAE's discount γ and λ, both in [0, 1] (``advantage_level="critic"`` only).
+        value_learning_rate, value_epochs: Adam's step size for the value head and its steps on each batch
+            (``advantage_level="critic"`` only).
     """
 
     name: str
@@ -84,12 +95,16 @@ class AlgoConfig:
     entropy_coef: float = 0.0
     accept_reward: float = 1.0
     objective: str = "policy_gradient"
+    gamma: float = 1.0
+    lam: float = 0.95
+    value_learning_rate: float = 1e-3
+    value_epochs: int = 8
 
     def __post_init__(self) -> None:
         if self.delta_mode not in DELTA_MODES:
             raise ValueError(f"delta_mode must be one of {DELTA_MODES}; got {self.delta_mode!r}")
-        if self.advantage_level not in ("sequence", "token"):
-            raise ValueError(f"advantage_level must be 'sequence' or 'token'; got {self.advantage_level!r}")
+        if self.advantage_level not in ADVANTAGE_LEVELS:
+            raise ValueError(f"advantage_level must be one of {ADVANTAGE_LEVELS}; got {self.advantage_level!r}")
         if self.ratio_level not in ("token", "sequence"):
             raise ValueError(f"ratio_level must be 'token' or 'sequence'; got {self.ratio_level!r}")
         if self.aggregation not in AGGREGATIONS:
@@ -104,6 +119,18 @@ class AlgoConfig:
         if not self.importance_ratio and self.clip_eps_low is not None:
             raise ValueError("clipping needs the importance ratio: set clip_eps_low=None when importance_ratio=False")
         self._check_objective()
+        self._check_critic()
+
+    def _check_critic(self) -> None:
+        """The knobs of a learned value (``advantage_level="critic"``)."""
+        for name in ("gamma", "lam"):
+            if not 0.0 <= getattr(self, name) <= 1.0:
+                raise ValueError(f"{name} must be in [0, 1]; got {getattr(self, name)!r}")
+        if not self.value_learning_rate > 0:
+            raise ValueError(f"value_learning_rate must be > 0; got {self.value_learning_rate!r}")
+        check_positive_ints(value_epochs=self.value_epochs)
+        if self.advantage_level == "critic" and self.objective != "policy_gradient":
+            raise ValueError(f"advantage_level 'critic' needs objective 'policy_gradient'; got {self.objective!r}")
 
     def _check_objective(self) -> None:
         """The knobs of notebook 11's objectives: online DPO's pairs and β, expert iteration's whole replies."""
@@ -125,7 +152,7 @@ class AlgoConfig:
             "clip_eps_high": self.clip_eps_high,
             "ratio_level": self.ratio_level,
             "aggregation": self.aggregation,
-            "kl_coef": self.kl_coef,
+            "kl_coef": 0.0 if self.advantage_level == "critic" else self.kl_coef,  # a critic's β is in the reward
         }
 
     def changed_knobs(self, other: AlgoConfig) -> dict[str, tuple]:
@@ -188,13 +215,23 @@ ALGORITHMS: dict[str, AlgoConfig] = {
 }
 
 
+# PPO for language models (notebook 12): the clipped ratio with one advantage per model token from a learned value
+# (GAE), β in the reward. Its value head reads a language model's hidden states, so it trains language models only.
+_PPO = _CLIPPED.with_(name="ppo", advantage_level="critic", delta_mode="rewards")
+
+LM_ALGORITHMS: dict[str, AlgoConfig] = {_PPO.name: _PPO}
+"""Presets that train language models only (``minirl.critic``'s value head reads their hidden states); the toy
+tasks' presets are ``ALGORITHMS``."""
+
+
 def get_algorithm(algo: str | AlgoConfig) -> AlgoConfig:
-    """A preset by name, or the config itself."""
+    """A preset by name (``ALGORITHMS`` or ``LM_ALGORITHMS``), or the config itself."""
     if isinstance(algo, AlgoConfig):
         return algo
-    if algo not in ALGORITHMS:
-        raise ValueError(f"unknown algorithm {algo!r}; choose one of {sorted(ALGORITHMS)} or pass an AlgoConfig")
-    return ALGORITHMS[algo]
+    known = {**ALGORITHMS, **LM_ALGORITHMS}
+    if algo not in known:
+        raise ValueError(f"unknown algorithm {algo!r}; choose one of {sorted(known)} or pass an AlgoConfig")
+    return known[algo]
 
 
 class AlgoField:

@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 
 from minirl.advantages import GROUP_MODES, compute_deltas, zero_variance_fraction
 from minirl.algorithms import AlgoConfig, AlgoField
+from minirl.critic import Critic
 from minirl.diagnostics import cannot_learn, length_by_correctness
 from minirl.episodes import sample_rollout
 from minirl.evaluate import evaluate, evaluation_generator, evaluation_prompts
@@ -227,6 +228,40 @@ def _advantages(task: Task, algo: AlgoConfig, prompts, answers, rewards: torch.T
     return per_position.view(dense.shape[0], dense.shape[2], dense.shape[1]).transpose(1, 2)
 
 
+def _step_advantages(
+    task: Task,
+    algo: AlgoConfig,
+    critic: Critic | None,
+    policy: Any,
+    prompts: Any,
+    rollout: Rollout,
+    rewards: torch.Tensor,
+    ref_log_probs: torch.Tensor | None,
+    score_kw: dict[str, Any],
+) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, float]]:
+    """Step 3's advantages, π_old's log-probs when they were needed already (else None: ``policy_update`` scores
+    π_old at its first inner step, before any update) and the critic's metrics. A critic with β > 0 needs π_old
+    first, for the KL in its per-token rewards (log π_old − log π_ref of each sampled token)."""
+    if critic is None:
+        return _advantages(task, algo, prompts, rollout.answers, rewards), None, {}
+    old_log_probs = None
+    if ref_log_probs is not None and algo.kl_coef > 0:
+        old_log_probs = rollout_log_probs(policy, prompts, rollout, **score_kw)
+    kl = None if old_log_probs is None or ref_log_probs is None else old_log_probs - ref_log_probs
+    advantages, metrics = critic.advantages(policy, prompts, rollout, rewards, kl)
+    return advantages, old_log_probs, metrics
+
+
+def _critic(policy: Any, algo: AlgoConfig, done: int) -> Critic | None:
+    """The learned value of ``advantage_level="critic"`` (None for every other algorithm); a resumed run
+    (``done`` steps taken) is refused, since the value head is not in the checkpoint."""
+    if algo.advantage_level != "critic":
+        return None
+    if done:
+        raise ValueError(f"algorithm {algo.name!r} cannot resume a run yet: its value head is not checkpointed")
+    return Critic.for_policy(policy, algo)
+
+
 def _lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, steps: int):
     """None (constant) or a cosine decay lr_t = lr · ½(1 + cos(π t / steps)), stepped once per outer step."""
     if schedule == "constant":
@@ -340,7 +375,9 @@ def train(
     ``reward_std`` (the within-group std of the rewards, averaged over the groups: the scale that
     ``normalized_rewards`` divides out; not logged with groups of one),
     ``gen_seconds`` / ``update_seconds`` (this step's sampling and learning time), ``tokens_per_second``
-    (real response tokens sampled per second of the step), ``wall_time`` (seconds since the start); and
+    (real response tokens sampled per second of the step), ``wall_time`` (seconds since the start); with a
+    critic (``advantage_level="critic"``) ``value_loss`` / ``value_loss_after`` (the value head's error on the
+    step's returns before and after its fit) and ``value_mean``; and
     every ``eval_every`` steps the greedy (and sampled) accuracy on the evaluation prompts (``evaluate``, with
     pass@k when ``pass_k``). A window of ``stall_window`` steps that could not teach anything is said in one
     line and kept in ``history.notes`` (``minirl.diagnostics.cannot_learn``).
@@ -389,6 +426,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
     generators = [generator] if sample_generator is generator else [generator, sample_generator]
     state = TrainState(policy, optimizer, scheduler, generators, ref_policy, history)
     done = run.start(state)  # the steps a resumed run has already taken (0: a fresh start)
+    critic = _critic(policy, algo, done)
     if cfg.eval_every and not done:
         run_eval(0, 0.0)
     run.log(history)
@@ -408,9 +446,10 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
             )
             gen_seconds = time.perf_counter() - step_start
             rewards = task.rewards(prompts, rollout.answers).to(device)  # [batch, trial]
-            advantages = _advantages(task, algo, prompts, rollout.answers, rewards)
-            # π_old is the sampler, frozen: policy_update scores it at its first inner step, before any update
             ref_log_probs = rollout_log_probs(ref_policy, prompts, rollout, **score_kw) if ref_policy else None
+            advantages, old_log_probs, critic_metrics = _step_advantages(
+                task, algo, critic, policy, prompts, rollout, rewards, ref_log_probs, score_kw
+            )
 
             update = policy_update(
                 policy,
@@ -419,6 +458,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
                 prompts,
                 rollout,
                 advantages,
+                old_log_probs=old_log_probs,
                 ref_log_probs=ref_log_probs,
                 max_grad_norm=cfg.max_grad_norm,
                 measure_kl_old=measure_kl,
@@ -436,6 +476,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
                 step=step,
                 samples=step * samples_per_step,
                 **step_metrics(task, prompts, rollout, rewards, update, kl=ref_policy is not None, kl_old=measure_kl),
+                **critic_metrics,
                 gen_seconds=gen_seconds,
                 update_seconds=now - step_start - gen_seconds,
                 tokens_per_second=float(rollout.lengths().sum()) / max(now - step_start, 1e-9),

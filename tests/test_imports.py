@@ -122,6 +122,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "minirl.lm.policy",
             "minirl.lm.models",
             "minirl.episodes",  # multi-turn rollouts: what the loop samples for an episodic task
+            "minirl.critic",  # a learned value on a language model's hidden states (PPO for language models)
             "minirl.maze_policy",
         ),
     ),

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from minirl.algorithms import ALGORITHMS, AlgoConfig
+from minirl.algorithms import AlgoConfig, get_algorithm
 
 __all__ = [
     "COMPARE_ONLY",
@@ -158,7 +158,7 @@ def knob_changes(pairs: list[str]) -> dict:
 
 def with_knobs(name: str, changes: dict) -> AlgoConfig:
     """The preset with the ``--set`` changes; its label lists them (``clipped[inner_epochs=8]``)."""
-    algo = ALGORITHMS[name]
+    algo = get_algorithm(name)
     if not changes:
         return algo
     label = f"{name}[{','.join(f'{k}={v}' for k, v in changes.items())}]"

@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from minirl.algorithms import ALGORITHMS
+from minirl.algorithms import ALGORITHMS, LM_ALGORITHMS
 from minirl.cli.evaluation import evaluate_policy, generate_answers
 from minirl.cli.flags import (
     MAZE_FLAGS_EXCLUDED,
@@ -283,7 +283,9 @@ KINDS: tuple[RunKind, ...] = (
         flag_title="training (TrainConfig: sorting and text tasks)",
         add_flags=add_text_flags,
         # a text task has no per-position (process) reward
-        algorithms=lambda: [a for a in sorted(ALGORITHMS) if ALGORITHMS[a].advantage_level == "sequence"],
+        algorithms=lambda: (
+            [a for a in sorted(ALGORITHMS) if ALGORITHMS[a].advantage_level == "sequence"] + sorted(LM_ALGORITHMS)
+        ),  # and PPO's learned value, which reads a language model's hidden states
         takes_set=True,
         build=build_text_run,
         train=_train,
