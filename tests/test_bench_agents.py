@@ -19,6 +19,19 @@ def _run(rollout_s=10.0, gap=0.05, worst=0.96, warm_s=60.0, grpo_s=400.0):
     }
 
 
+def test_without_grpo_its_targets_are_not_judged():
+    run = _run()
+    del run["grpo"]
+    assert set(check_targets([run])) == {ROLLOUT, WARM}
+
+
+def test_unknown_arms_are_refused():
+    from minirl.bench.agents import maze_part
+
+    with pytest.raises(ValueError, match=r"algos must be some of \['grpo', 'ppo'\]; got \['dpo'\]"):
+        maze_part(Record("x", seeds=[0]), [0], algos=["dpo"])
+
+
 def test_the_targets_read_every_seed_and_fail_on_the_worst():
     assert check_targets([_run(), _run()]) == {ROLLOUT: True, WARM: True, GRPO: True, TIME: True}
     assert check_targets([_run(), _run(rollout_s=12.5)])[ROLLOUT] is False
@@ -40,18 +53,25 @@ def test_a_quick_run_measures_every_stage_from_every_cell(tmp_path, monkeypatch,
 
     monkeypatch.setattr(Record, "save", spy)
     assert main(["--quick", "--samples", "2", "--save", "bench_agents_quick"]) == 0
-    assert [s[-1] for s in stages_saved[:4]] == ["base", "rollout", "warm", "grpo"]
+    assert [s[-1] for s in stages_saved[:6]] == ["base", "rollout", "warm", "values", "grpo", "ppo"]
     f = load("bench_agents_quick")["figures"]
     assert f["quick"] is True and f["budgets"] == {**QUICK_BUDGETS, "samples": 2} and f["seeds"] == [0]
     (run,) = f["runs"]
     cells = [str(c) for c in (0, 1, 2, 3, 4, 5, 8, 9, 10, 11)]
-    for stage in ("base", "warm", "grpo"):
+    for stage in ("base", "warm", "grpo", "ppo"):
         assert list(run[stage]["greedy"]) == cells and list(run[stage]["sampled"]) == cells
         assert all(v in (0.0, 1.0) for v in run[stage]["greedy"].values())  # one greedy walk per cell
         assert all(v in (0.0, 0.5, 1.0) for v in run[stage]["sampled"].values())  # two sampled walks per cell
         assert 0.0 <= run[stage]["move_rate"] <= 1.0 and 1.0 <= run[stage]["turns_mean"] <= 6.0
     assert run["rollout"]["episodes"] == 4 and run["rollout"]["seconds"] > 0
-    assert run["warm"]["steps"] == 2 and run["grpo"]["run"]["steps"] == 1
+    assert run["warm"]["steps"] == 2 and run["grpo"]["run"]["steps"] == 1 and run["ppo"]["run"]["steps"] == 1
+    assert f["algos"] == ["grpo", "ppo"] and run["ppo"]["step_to_90"] in (None, 1.0)
+    values = run["values"]  # the critic fitted on the warm-started model's walks, against the uniform walker's
+    assert list(values["learned"]) == cells and values["steps"] == 1 and len(values["value_loss"]) == 1
+    assert values["exact_uniform"]["11"] == pytest.approx(5.185185, rel=1e-6)  # 10 × its success from cell 11
+    assert values["max_error"] == pytest.approx(
+        max(abs(values["learned"][c] - values["exact_uniform"][c]) for c in cells), abs=1e-5
+    )
     assert run["warm"]["uniform"]["11"] == pytest.approx(0.5185185, rel=1e-6)  # 7 digits kept
     assert "You walk through a maze" in run["prompt"]
     assert "The text maze, SmolLM2" in capsys.readouterr().out

@@ -395,7 +395,7 @@ def test_bench_lm_refuses_an_unknown_part(no_model, capsys):
 
     with pytest.raises(
         ValueError,
-        match=r"parts: unknown \['reason'\]; choose from \['tiny', 'smollm2', 'reasoning', 'self_training'\]",
+        match=r"parts: unknown \['reason'\]; choose from \['tiny', 'smollm2', 'reasoning', 'self_training', 'agents'\]",
     ):
         run_lm_benchmark(quick=True, seeds=1, parts=("tiny", "reason"))
     with pytest.raises(ValueError, match="parts: unknown none given"):

@@ -152,7 +152,15 @@ def test_bench_help_lists_every_benchmark_and_each_one_its_own(capsys):
     with pytest.raises(SystemExit):
         main(["bench", "--help"])
     out = capsys.readouterr().out
-    for flag in ("--lm", "--trl", "--reasoning-base", "--reasoning-rl", "--reasoning-families", "--cpu-decode"):
+    for flag in (
+        "--lm",
+        "--trl",
+        "--reasoning-base",
+        "--reasoning-rl",
+        "--reasoning-families",
+        "--cpu-decode",
+        "--agents",
+    ):
         assert flag in out, flag
     with pytest.raises(SystemExit) as exit_info:
         main(["bench", "--cpu-decode", "--help"])

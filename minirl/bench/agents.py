@@ -9,8 +9,12 @@ For each seed, on SmolLM2-135M-Instruct with ``maze_recipe`` (``minirl.lm.recipe
 - ``warm``: after the warm start on the uniform walker's episodes, the sampled success per cell against the
   uniform walker's exact value (``uniform_success``, dynamic programming): the warm start should teach the format
   and nothing about the way, so the two should agree;
-- ``grpo``: after GRPO (reward 10 at the goal, 0 otherwise, one advantage per episode), greedy and sampled success
-  per cell, and the run's figures.
+- ``values``: a critic fitted to the warm-started model's own walks (``value_fit_steps`` batches, the model
+  frozen), its value of each start cell against the uniform walker's exact expected return (dynamic programming):
+  what the learned value knows before RL;
+- ``grpo`` and ``ppo`` (``--algos``): from the same warm start, GRPO (reward 10 at the goal, 0 otherwise, one
+  advantage per episode) and PPO with a critic (one advantage per model token, ``minirl.critic``), each with greedy
+  and sampled success per cell, the run's figures and the first evaluation at which greedy success reached 90 %.
 
 Every budget is a number of steps or samples; wall times are reported beside them.
 
@@ -25,6 +29,7 @@ from every cell; warm start + GRPO within 10 minutes.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
@@ -33,6 +38,7 @@ from typing import Any
 import torch
 
 from minirl.bench import finish, part_figures, spread
+from minirl.critic import Critic, token_features
 from minirl.episodes import sample_rollout, success_by_prompt
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, maze_recipe, model_kind
@@ -40,14 +46,16 @@ from minirl.results import Record, history_figures
 from minirl.train import train
 from toy_envs.maze_text import TextMazeTask, uniform_success
 
-__all__ = ["BUDGETS", "QUICK_BUDGETS", "check_targets", "maze_part", "maze_seed"]
+__all__ = ["ALGOS", "BUDGETS", "QUICK_BUDGETS", "check_targets", "maze_part", "maze_seed"]
 
 BUDGETS: dict[str, Any] = {
     "samples": 32,  # sampled walks per start cell for a success rate (a standard error of at most 0.09)
     "rollout_prompts": 8,  # the timed rollout: 8 start cells x 8 walks = 64 episodes
     "rollout_group": 8,
+    "value_fit_steps": 10,  # batches of the recipe's size the critic is fitted on before RL
 }
-QUICK_BUDGETS: dict[str, Any] = {"samples": 1, "rollout_prompts": 2, "rollout_group": 2}
+QUICK_BUDGETS: dict[str, Any] = {"samples": 1, "rollout_prompts": 2, "rollout_group": 2, "value_fit_steps": 1}
+ALGOS = ("grpo", "ppo")
 
 
 def _quick(recipe: LMRecipe) -> LMRecipe:
@@ -109,8 +117,10 @@ def maze_seed(
     steps: int | None = None,
     out: dict[str, Any] | None = None,
     saved: Callable[[], Any] | None = None,
+    algos: Sequence[str] = ALGOS,
 ) -> dict[str, Any]:
-    """One seed: base model, timed rollout, warm start, GRPO, each measured from every start cell.
+    """One seed: base model, timed rollout, warm start, the critic's values, then each of ``algos`` from the warm
+    start, each measured from every start cell.
 
     The figures go into ``out`` (a new dict when None) stage by stage, and ``saved`` (a record's ``save``) is called
     after each stage, so a stopped run keeps the stages it finished."""
@@ -140,46 +150,96 @@ def maze_seed(
         "max_gap_to_uniform": max(gaps),
     }
     saved()
-    policy, run = train(recipe.train_config(task, seed=seed, progress=not quick), policy)
-    out["grpo"] = {
-        **_cells(policy, task, budgets["samples"], seed),
-        "run": {**history_figures(run), "format_last5": run.last("format_rate", 5)},
-    }
+    out["values"] = _fitted_values(policy, task, recipe, budgets["value_fit_steps"], seed)
     saved()
+    warm_weights = copy.deepcopy(policy.model.state_dict())
+    for algo in algos:
+        policy.model.load_state_dict(warm_weights)  # every arm from the same warm start
+        config = recipe.train_config(task, algo=recipe.algorithm(algo), seed=seed, progress=not quick)
+        policy, run = train(config, policy)
+        out[algo] = {
+            **_cells(policy, task, budgets["samples"], seed),
+            "run": {**history_figures(run), "format_last5": run.last("format_rate", 5)},
+            "step_to_90": _first_step(run, 0.9),
+        }
+        saved()
     return out
 
 
-def check_targets(runs: list[dict[str, Any]]) -> dict[str, bool]:
-    """The module docstring's targets over the seeds run."""
+def _first_step(history, level: float) -> float | None:
+    """The first evaluation step at which greedy success reached ``level`` (None: never)."""
+    return next((e["step"] for e in history.evals if e["greedy_exact"] >= level), None)
+
+
+def _fitted_values(policy, task: TextMazeTask, recipe: LMRecipe, steps: int, seed: int) -> dict[str, Any]:
+    """A critic (``minirl.critic``, the recipe's PPO knobs) fitted on ``steps`` batches of the model's own walks,
+    the model frozen; then its value of each start cell (the state before the first move: 6 moves left) against
+    the uniform walker's exact expected return there. The model is near the uniform walker after its warm start
+    (``warm``'s gap says how near), so the two should be close where the fit is good."""
+    critic = Critic.for_policy(policy, recipe.algorithm("ppo"))
+    gen = torch.Generator().manual_seed(seed)
+    start = time.perf_counter()
+    losses = []
+    for _ in range(steps):
+        prompts = task.sample_prompts(recipe.prompts_per_step, gen)
+        rollout = sample_rollout(policy, task, prompts, recipe.group_size, temperature=1.0, generator=gen)
+        losses.append(critic.advantages(policy, prompts, rollout, task.rewards(prompts, rollout.answers))[1])
+    prompts = task.eval_prompts(len(task.start_cells))
+    rollout = sample_rollout(policy, task, prompts, 1, temperature=1.0, generator=gen)
+    with torch.no_grad():  # the state before the first move: the prompt read, nothing written yet
+        values = critic.head(token_features(policy, prompts, rollout)[:, 0, 0])
+    exact = task.maze.goal_reward * uniform_success(task.maze)[task.start_cells]
     return {
+        "steps": steps,
+        "seconds": time.perf_counter() - start,
+        "value_loss": [x["value_loss"] for x in losses],
+        "learned": _by_cell(task, values.cpu()),
+        "exact_uniform": _by_cell(task, torch.tensor(exact)),
+        "max_error": float((values.cpu().double() - torch.tensor(exact)).abs().max()),
+    }
+
+
+def check_targets(runs: list[dict[str, Any]]) -> dict[str, bool]:
+    """The module docstring's targets over the seeds run (GRPO's only when GRPO ran)."""
+    targets = {
         "64 six-turn episodes in <= 12 s": all(r["rollout"]["seconds"] <= 12 for r in runs),
         "warm start: sampled success within 0.1 of the uniform walker's from every cell": all(
             r["warm"]["max_gap_to_uniform"] <= 0.1 for r in runs
         ),
-        "GRPO: greedy success >= 95% from every cell": all(min(r["grpo"]["greedy"].values()) >= 0.95 for r in runs),
-        "warm start + GRPO <= 10 min": all(
-            (r["warm"]["seconds"] + r["grpo"]["run"]["train_seconds"]) / 60 <= 10 for r in runs
-        ),
     }
+    if all("grpo" in r for r in runs):
+        targets["GRPO: greedy success >= 95% from every cell"] = all(
+            min(r["grpo"]["greedy"].values()) >= 0.95 for r in runs
+        )
+        targets["warm start + GRPO <= 10 min"] = all(
+            (r["warm"]["seconds"] + r["grpo"]["run"]["train_seconds"]) / 60 <= 10 for r in runs
+        )
+    return targets
 
 
-def _report(runs: list[dict[str, Any]]) -> None:
+def _report(runs: list[dict[str, Any]], algos: Sequence[str]) -> None:
     print("\nThe text maze, SmolLM2: success from each start cell (mean over the 10 cells)")
     for r in runs:
-        ro = r["rollout"]
+        ro, warm = r["rollout"], r["warm"]
         print(
             f"  seed {r['seed']}: base greedy {r['base']['greedy_mean']:.0%}, sampled {r['base']['sampled_mean']:.0%} "
             f"(moves {r['base']['move_rate']:.0%} of replies); {ro['episodes']} episodes in {ro['seconds']:.1f} s "
-            f"({ro['model_tokens_per_second']:.0f} model tokens/s); warm start {r['warm']['steps']} steps "
-            f"{r['warm']['seconds']:.0f} s -> sampled {r['warm']['sampled_mean']:.0%} (uniform walker "
-            f"{sum(r['warm']['uniform'].values()) / len(r['warm']['uniform']):.0%}, largest gap "
-            f"{r['warm']['max_gap_to_uniform']:.2f}); GRPO {r['grpo']['run']['steps']} steps "
-            f"{r['grpo']['run']['train_seconds']:.0f} s -> greedy {r['grpo']['greedy_mean']:.0%}, sampled "
-            f"{r['grpo']['sampled_mean']:.0%}"
+            f"({ro['model_tokens_per_second']:.0f} model tokens/s); warm start {warm['steps']} steps "
+            f"{warm['seconds']:.0f} s -> sampled {warm['sampled_mean']:.0%} (uniform walker "
+            f"{sum(warm['uniform'].values()) / len(warm['uniform']):.0%}, largest gap "
+            f"{warm['max_gap_to_uniform']:.2f}); critic's start values: largest error "
+            f"{r['values']['max_error']:.2f} against the uniform walker's"
         )
-    if len(runs) > 1:
-        s = spread([r["grpo"]["greedy_mean"] for r in runs])
-        print(f"  GRPO greedy success over seeds: {s['mean']:.0%} ± {s['std']:.0%}")
+        for algo in algos:
+            a = r[algo]
+            print(
+                f"    {algo}: {a['run']['steps']} steps {a['run']['train_seconds']:.0f} s -> greedy "
+                f"{a['greedy_mean']:.0%}, sampled {a['sampled_mean']:.0%}; greedy >= 90% first at step "
+                f"{a['step_to_90']}"
+            )
+    for algo in algos if len(runs) > 1 else ():
+        s = spread([r[algo]["greedy_mean"] for r in runs])
+        print(f"  {algo} greedy success over seeds: {s['mean']:.0%} ± {s['std']:.0%}")
 
 
 def maze_part(
@@ -191,22 +251,27 @@ def maze_part(
     device: str | None = None,
     steps: int | None = None,
     samples: int | None = None,
+    algos: Sequence[str] = ALGOS,
 ) -> dict[str, bool]:
     """Every seed into ``record.figures`` (or its ``key`` entry), saved after each when ``save``; prints the table
     and returns the targets. ``steps``: GRPO steps instead of the recipe's (the record keeps the recipe run);
-    ``samples``: sampled walks per start cell instead of the budget's (the record keeps the budgets run)."""
+    ``samples``: sampled walks per start cell instead of the budget's (the record keeps the budgets run);
+    ``algos``: the RL arms run from the warm start."""
+    unknown = sorted(set(algos) - set(ALGOS))
+    if unknown or not algos:
+        raise ValueError(f"algos must be some of {list(ALGOS)}; got {list(algos)}")
     kind = model_kind(SMOLLM2_ALIAS, device)
     budgets = dict(QUICK_BUDGETS if quick else BUDGETS, **({} if samples is None else {"samples": samples}))
     recipe = _recipe(kind, quick, steps)
     seeds, figures = part_figures(
-        record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), budgets=budgets, quick=quick
+        record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), budgets=budgets, quick=quick, algos=algos
     )
     runs: list[dict[str, Any]] = []
     figures["runs"] = runs
     for seed in seeds:
         runs.append({})
-        maze_seed(seed, budgets, device, quick, steps, out=runs[-1], saved=record.save if save else None)
-    _report(runs)
+        maze_seed(seed, budgets, device, quick, steps, out=runs[-1], saved=record.save if save else None, algos=algos)
+    _report(runs, algos)
     return check_targets(runs)
 
 
@@ -214,12 +279,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The text maze walked by SmolLM2 (minirl.bench.agents).")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the seeds to run (default 0)")
     parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
-    parser.add_argument("--steps", type=int, default=None, help="GRPO steps instead of the recipe's (a probe)")
+    parser.add_argument("--steps", type=int, default=None, help="RL steps instead of the recipe's (a probe)")
+    parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS, help="the RL arms (default both)")
     parser.add_argument("--samples", type=int, default=None, help="sampled walks per start cell (a probe)")
     parser.add_argument("--save", nargs="?", const="bench_agents", default=None, metavar="NAME")
     args = parser.parse_args(argv)
     record = Record(args.save or "bench_agents", seeds=args.seeds)
-    targets = maze_part(record, args.seeds, args.quick, args.save is not None, steps=args.steps, samples=args.samples)
+    targets = maze_part(
+        record, args.seeds, args.quick, args.save is not None, steps=args.steps, samples=args.samples, algos=args.algos
+    )
     return finish(record, targets, args.save, args.quick)
 
 

@@ -16,6 +16,8 @@
 5. **Learning from your own samples** (notebook 11, ``minirl.bench.self_training``): from the same warm start,
    best-of-N by three selectors, imitation, expert iteration, online DPO, GRPO and GRPO paid by a judge, at one
    budget, over seeds.
+6. **Agents** (notebook 12, ``minirl.bench.agents``): the maze of notebook 01 walked by SmolLM2 in text, from a
+   warm start on the uniform walker, with GRPO and with PPO and its critic, from every start cell, over seeds.
 
 ``parts`` picks some of them (``minirl bench --lm --parts reasoning``); 2 and 3 go together as "smollm2".
 
@@ -49,7 +51,7 @@ __all__ = ["run_lm_benchmark"]
 
 HELD_OUT = 200
 TARGET_MINUTES = 20.0
-LM_PARTS = ("tiny", "smollm2", "reasoning", "self_training")
+LM_PARTS = ("tiny", "smollm2", "reasoning", "self_training", "agents")
 
 
 def _greedy(policy, task, n: int) -> dict[str, float]:
@@ -203,6 +205,10 @@ def run_lm_benchmark(
         from minirl.bench.self_training import self_training_part
 
         ok.update(self_training_part(record, range(seeds), quick=quick, save=save is not None, key="self_training"))
+    if "agents" in parts:
+        from minirl.bench.agents import maze_part
+
+        ok.update(maze_part(record, range(seeds), quick=quick, save=save is not None, key="agents"))
     return finish(record, ok, save, quick, out)
 
 

@@ -55,6 +55,12 @@ FORWARDED = (
         "(also --lm --parts self_training)",
     ),
     Forwarded(
+        "--agents",
+        "minirl.bench.agents",
+        "notebook 12's maze walked by SmolLM2: base, warm start, the critic's values, GRPO and PPO "
+        "(also --lm --parts agents)",
+    ),
+    Forwarded(
         "--reasoning-families",
         "minirl.bench.reasoning_families",
         "thinking against answer-only GRPO on the word and add families",
@@ -95,8 +101,8 @@ def add_bench_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--parts",
         default=OWN_DEFAULTS["parts"],
-        help="--lm: the parts to run, comma-separated, of tiny,smollm2,reasoning,self_training (default: the first "
-        "three; self_training, notebook 11's comparison, takes hours on a CPU)",
+        help="--lm: the parts to run, comma-separated, of tiny,smollm2,reasoning,self_training,agents (default: the "
+        "first three; self_training and agents, notebooks 11 and 12, take hours on a CPU)",
     )
     add_save(p)
     p.add_argument(

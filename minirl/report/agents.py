@@ -13,18 +13,33 @@ LEVER_PROBES = ("bench_agents_gpu_warm80", "bench_agents_gpu_warm80_s64")
 """Records of the same benchmark with a changed recipe (each record's command and notes say how)."""
 
 
-def _steps_to_all(run: dict[str, Any]) -> str:
-    """The first evaluation step at which greedy walks succeed from every start cell."""
-    for e in run["run"]["evals"]:
-        if e["greedy_exact"] >= 1.0:
+ARMS = {"grpo": "GRPO", "ppo": "PPO with a critic"}
+"""The RL arms from the warm start, in the table's order."""
+
+
+def _first_step(arm: dict[str, Any], level: float) -> str:
+    """The first evaluation step at which greedy success reached ``level`` of the start cells."""
+    for e in arm["run"]["evals"]:
+        if e["greedy_exact"] >= level:
             return str(int(e["step"]))
     return "never"
 
 
-def _seed_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
+def _arm(arm: dict[str, Any] | None) -> str:
+    if arm is None:
+        return "not measured"
+    run = arm["run"]
+    return (
+        f"{run['steps']} steps, {_seconds(run['train_seconds'])}: {pct(arm['greedy_mean'], 0)} / "
+        f"{pct(arm['sampled_mean'], 0)} (90% of cells at step {_first_step(arm, 0.9)}, all at "
+        f"{_first_step(arm, 1.0)})"
+    )
+
+
+def _seed_rows(runs: list[dict[str, Any]], arms: list[str]) -> list[list[str]]:
     rows = []
     for r in runs:
-        base, warm, grpo = r.get("base"), r.get("warm"), r.get("grpo")
+        base, warm = r.get("base"), r.get("warm")
         row = [str(r["seed"])]
         row.append(
             f"{pct(base['greedy_mean'], 0)} / {pct(base['sampled_mean'], 0)} (moves {pct(base['move_rate'], 0)})"
@@ -39,13 +54,18 @@ def _seed_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
             if warm
             else "not measured"
         )
-        row.append(
-            f"{grpo['run']['steps']} steps, {_seconds(grpo['run']['train_seconds'])}: {pct(grpo['greedy_mean'], 0)} / "
-            f"{pct(grpo['sampled_mean'], 0)} (every cell at step {_steps_to_all(grpo)})"
-            if grpo
-            else "not measured"
-        )
-        rows.append(row)
+        rows.append(row + [_arm(r.get(a)) for a in arms])
+    return rows
+
+
+def _value_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
+    """The critic's value of each start cell, each seed, against the uniform walker's exact expected return."""
+    fitted = [r for r in runs if "values" in r]
+    if not fitted:
+        return []
+    cells = list(fitted[0]["values"]["exact_uniform"])
+    rows = [["uniform walker (exact)", *(f"{fitted[0]['values']['exact_uniform'][c]:.2f}" for c in cells)]]
+    rows += [[f"seed {r['seed']}", *(f"{r['values']['learned'][c]:.2f}" for c in cells)] for r in fitted]
     return rows
 
 
@@ -63,9 +83,11 @@ def _cell_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
 def _one_record(data: dict[str, Any]) -> list[str]:
     f = data["figures"]
     recipe, budgets, runs = f["recipe"], f["budgets"], f["runs"]
+    arms = list(f.get("algos", ["grpo"]))
     lines = [
         f"The maze recipe (`maze_recipe`: a warm start of {recipe['sft_steps']} steps of "
-        f"{recipe['sft_prompts_per_step']} uniform walks at learning rate {recipe['sft_learning_rate']:g}, then GRPO "
+        f"{recipe['sft_prompts_per_step']} uniform walks at learning rate {recipe['sft_learning_rate']:g}, then "
+        f"{' and '.join(ARMS[a] for a in arms)} "
         f"for {recipe['steps']} steps of {recipe['prompts_per_step']} start cells × {recipe['group_size']} episodes "
         f"at learning rate {recipe['learning_rate']:g}, the top {recipe['trainable_layers']} blocks training, KL β = "
         f"{recipe['kl_coef']:g}), seeds {', '.join(str(r['seed']) for r in runs)}. Success from each of the 10 start "
@@ -73,8 +95,14 @@ def _one_record(data: dict[str, Any]) -> list[str]:
         f"{budgets['rollout_prompts'] * budgets['rollout_group']} six-turn episodes sampled once:",
         "",
         table(
-            ["seed", "base model: greedy / sampled", "rollout", "warm start: sampled", "GRPO: greedy / sampled"],
-            _seed_rows(runs),
+            [
+                "seed",
+                "base model: greedy / sampled",
+                "rollout",
+                "warm start: sampled",
+                *(f"{ARMS[a]}: greedy / sampled" for a in arms),
+            ],
+            _seed_rows(runs, arms),
         ),
     ]
     cells = _cell_rows(runs)
@@ -84,6 +112,16 @@ def _one_record(data: dict[str, Any]) -> list[str]:
             "After the warm start, sampled success from each start cell against the uniform walker's:",
             "",
             table(["start cell", *(c for c in runs[0]["warm"]["uniform"])], cells),
+        ]
+    values = _value_rows(runs)
+    if values:
+        lines += [
+            "",
+            f"The critic's value of each start cell (a value head fitted on {budgets['value_fit_steps']} batches of "
+            "the warm-started model's own walks, the model frozen) against the uniform walker's exact expected "
+            "return there:",
+            "",
+            table(["start cell", *(c for c in runs[0]["values"]["exact_uniform"])], values),
         ]
     return [*lines, "", provenance(data)]
 
