@@ -58,25 +58,15 @@ def _seed_rows(runs: list[dict[str, Any]], arms: list[str]) -> list[list[str]]:
     return rows
 
 
-def _value_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
-    """The critic's value of each start cell, each seed, against the uniform walker's exact expected return."""
-    fitted = [r for r in runs if "values" in r]
-    if not fitted:
+def _against_uniform(runs: list[dict[str, Any]], stage: str, exact: str, measured: str) -> list[list[str]]:
+    """Rows of a figure per start cell: the uniform walker's exact one (``runs[i][stage][exact]``), then each
+    seed's measured one (``[stage][measured]``); none when no seed reached ``stage``."""
+    done = [r for r in runs if stage in r]
+    if not done:
         return []
-    cells = list(fitted[0]["values"]["exact_uniform"])
-    rows = [["uniform walker (exact)", *(f"{fitted[0]['values']['exact_uniform'][c]:.2f}" for c in cells)]]
-    rows += [[f"seed {r['seed']}", *(f"{r['values']['learned'][c]:.2f}" for c in cells)] for r in fitted]
-    return rows
-
-
-def _cell_rows(runs: list[dict[str, Any]]) -> list[list[str]]:
-    """The warm start's sampled success per start cell, each seed, against the uniform walker's exact value."""
-    warmed = [r for r in runs if "warm" in r]
-    if not warmed:
-        return []
-    cells = list(warmed[0]["warm"]["uniform"])
-    rows = [["uniform walker (exact)", *(f"{warmed[0]['warm']['uniform'][c]:.2f}" for c in cells)]]
-    rows += [[f"seed {r['seed']}", *(f"{r['warm']['sampled'][c]:.2f}" for c in cells)] for r in warmed]
+    cells = list(done[0][stage][exact])
+    rows = [["uniform walker (exact)", *(f"{done[0][stage][exact][c]:.2f}" for c in cells)]]
+    rows += [[f"seed {r['seed']}", *(f"{r[stage][measured][c]:.2f}" for c in cells)] for r in done]
     return rows
 
 
@@ -105,7 +95,7 @@ def _one_record(data: dict[str, Any]) -> list[str]:
             _seed_rows(runs, arms),
         ),
     ]
-    cells = _cell_rows(runs)
+    cells = _against_uniform(runs, "warm", "uniform", "sampled")  # the warm start's success per cell
     if cells:
         lines += [
             "",
@@ -113,7 +103,7 @@ def _one_record(data: dict[str, Any]) -> list[str]:
             "",
             table(["start cell", *(c for c in runs[0]["warm"]["uniform"])], cells),
         ]
-    values = _value_rows(runs)
+    values = _against_uniform(runs, "values", "exact_uniform", "learned")  # the critic's value per cell
     if values:
         lines += [
             "",
