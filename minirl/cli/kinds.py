@@ -30,6 +30,8 @@ from minirl.history import History
 from minirl.maze_policy import MazePolicy
 from minirl.maze_rl import MAZE_ALGORITHMS, MAZE_CLASS, MazeTrainConfig
 from minirl.train import TrainConfig
+from toy_envs.calculator import CalculatorTask
+from toy_envs.maze_text import TextMazeTask
 from toy_envs.reasoning import ReasoningTask
 from toy_envs.sorting import REWARDS, SortingTask
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
@@ -277,7 +279,9 @@ KINDS: tuple[RunKind, ...] = (
     RunKind(
         name="text",
         tasks=tuple(TEXT_TASKS),
-        task_classes=tuple(map(_class_name, (TextSortTask, TextAdditionTask, ReasoningTask))),
+        task_classes=tuple(
+            map(_class_name, (TextSortTask, TextAdditionTask, ReasoningTask, TextMazeTask, CalculatorTask))
+        ),
         config_class=TrainConfig,
         excluded=TRAIN_FLAGS_EXCLUDED,
         flag_title="training (TrainConfig: sorting and text tasks)",

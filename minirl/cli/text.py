@@ -149,11 +149,25 @@ def _maze_task(args: argparse.Namespace, recipe: LMRecipe):
     return TextMazeTask()
 
 
+def _calculator_recipe(kind: str, args: argparse.Namespace) -> LMRecipe:
+    """The calculator task's recipe for this model kind (``minirl.lm.recipes.calculator_recipe``)."""
+    from minirl.lm.recipes import calculator_recipe
+
+    return calculator_recipe(kind)
+
+
+def _calculator_task(args: argparse.Namespace, recipe: LMRecipe):
+    from toy_envs.calculator import CalculatorTask
+
+    return CalculatorTask()
+
+
 TEXT_TASKS: dict[str, TextTask] = {
     "text_sort": TextTask(_model_recipe, lambda args, r: r.task(n_numbers=args.length, max_value=args.max_value)),
     "text_add": TextTask(_model_recipe, lambda args, r: r.addition_task(digits=args.digits)),
     "reasoning": TextTask(_reasoning_recipe, _reasoning_task),
     "maze_text": TextTask(_maze_recipe, _maze_task),  # notebook 01's maze walked in text, episodes of turns
+    "calculator": TextTask(_calculator_recipe, _calculator_task),  # products, with a calculator it may call
 }
 
 

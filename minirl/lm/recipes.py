@@ -57,12 +57,14 @@ from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
 __all__ = [
     "ANSWER_TOKENS",
+    "CALC_TOKENS",
     "LM_CHANGES",
     "REASONING_CHANGES",
     "REASONING_GPU_CHANGES",
     "RECIPES",
     "THINKING_TOKENS",
     "LMRecipe",
+    "calculator_recipe",
     "lm_algorithm",
     "model_kind",
     "reasoning_recipe",
@@ -478,3 +480,15 @@ def recipe_for(name_or_path: str | os.PathLike, device: str | torch.device | Non
     """The recipe of a model (``"tiny"``, ``"smollm2-135m"``, a folder, a hub name) on ``device``:
     ``RECIPES[model_kind(name_or_path, device)]``."""
     return RECIPES[model_kind(name_or_path, device)]
+
+
+CALC_TOKENS = 20
+"""The reply budget of a calculator turn (``toy_envs.calculator``): a call such as ``<calc>99*99</calc>`` (11 tokens
+with SmolLM2's tokenizer, 18 characters with the tiny model's) or a number, and the end token."""
+
+
+def calculator_recipe(kind: str = "pretrained") -> LMRecipe:
+    """The recipe of the calculator task for a model kind: the maze's (``maze_recipe``: a warm start on a
+    demonstrator's episodes, then RL on whole episodes) with a call's budget and every evaluation problem (20 hard,
+    20 easy). First settings, not measured yet: ``minirl train --task calculator`` runs them."""
+    return maze_recipe(kind).with_(max_new_tokens=CALC_TOKENS, eval_prompts=40)
