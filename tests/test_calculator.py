@@ -148,7 +148,7 @@ def test_a_model_plays_episodes_and_nothing_it_writes_raises():
     assert rewards.shape == (4, 2) and bool(((rewards >= -0.3) & (rewards <= 1.0)).all())
 
 
-def test_the_command_line_trains_the_calculator_task(tmp_path):
+def test_the_command_line_trains_the_calculator_task_and_shows_its_episodes(tmp_path, capsys):
     import json
 
     from minirl.cli import main
@@ -165,3 +165,16 @@ def test_the_command_line_trains_the_calculator_task(tmp_path):
     assert config["model"]["recipe"]["max_new_tokens"] == CALC_TOKENS and kind_of_run(config).name == "text"
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 1 and -0.3 <= rows[0]["reward"] <= 1.0
+    capsys.readouterr()
+    assert main(["eval", str(tmp_path / "run"), "--samples", "2", "--samples-per-prompt", "1"]) == 0
+    shown = [line for line in capsys.readouterr().out.splitlines() if " -> answer " in line]
+    evals = TASK.eval_prompts(2)
+    assert [line.split(":")[0].strip() for line in shown] == [f"{p.a} * {p.b} ({p.kind})" for p in evals]
+
+
+def test_a_transcript_quotes_each_reply():
+    chat = _chat()
+    chat.step("<calc>23*41</calc>")
+    chat.step("943")
+    line = TASK.transcript(TASK.prompt(23, 41, "tool"), chat.episode)
+    assert line == "23 * 41 (tool): '<calc>23*41</calc>' | '943' -> answer 943, 1 call(s), 0 malformed"

@@ -168,7 +168,7 @@ def test_a_critic_run_refuses_to_resume(tmp_path):
         train(config, policy, run=resumed)
 
 
-def test_the_command_line_trains_the_text_maze_with_ppo(tmp_path):
+def test_the_command_line_trains_the_text_maze_with_ppo_and_shows_its_walks(tmp_path, capsys):
     import json
 
     from minirl.cli import main
@@ -180,5 +180,13 @@ def test_the_command_line_trains_the_text_maze_with_ppo(tmp_path):
     assert stored["preset"] == "ppo" and stored["algo"]["advantage_level"] == "critic"
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 2 and all({"value_loss", "value_loss_after", "value_mean"} <= set(r) for r in rows)
+    capsys.readouterr()
+    assert (
+        main(["eval", str(tmp_path / "run"), "--eval-prompts", "10", "--samples", "10", "--samples-per-prompt", "1"])
+        == 0
+    )
+    walks = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  from cell ")]
+    assert len(walks) == 10 and walks[0].startswith("  from cell 0 (row 0, column 0): ")  # every start cell
+    assert all(line.endswith(("(right)", "(wrong)")) for line in walks)
     with pytest.raises(SystemExit, match=r"unknown algorithm\(s\) \['ppo'\] for --task sorting"):
         main(["train", "--algo", "ppo", "--no-progress"])  # the toy tasks' policies have no hidden states

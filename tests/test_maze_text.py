@@ -175,3 +175,14 @@ def test_the_command_line_makes_the_maze_task_with_its_recipe():
     assert maze_recipe("pretrained").trainable_layers == 10 and maze_recipe("pretrained").kl_coef == 0.0
     with pytest.raises(ValueError, match=r"kind must be one of \['pretrained', 'pretrained-cuda', 'tiny'\]; got 'gpu'"):
         maze_recipe("gpu")
+
+
+def test_a_walks_transcript_names_its_start_replies_and_cells():
+    task = TextMazeTask()
+    walk = task.make_env(task.prompt(8))
+    for reply in ("right", "I think up", "down"):
+        walk.step(reply)
+    line = task.transcript(task.prompt(8), walk.episode)
+    row, col = task.maze.cell_to_rc(8)
+    assert line.startswith(f"from cell 8 (row {row}, column {col}): right, 'I think up', ")
+    assert line.endswith(f"(cells {walk.episode.cells})") and ("-> the goal" in line) == walk.episode.success

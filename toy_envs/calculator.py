@@ -224,6 +224,14 @@ class CalculatorTask:
             return f"<calc>{p.a}*{p.b}</calc>"
         return str(p.answer)
 
+    def transcript(self, prompt: CalcPrompt, episode: CalcEpisode, /) -> str:
+        """One line of an episode: the problem, each reply quoted, the answer read and the calls."""
+        replies = " | ".join(repr(r) for r in episode.replies)
+        return (
+            f"{prompt.a} * {prompt.b} ({prompt.kind}): {replies} -> answer {episode.answer}, "
+            f"{episode.calls} call(s), {episode.bad_calls} malformed"
+        )
+
     def _per_episode(self, answers: list[list[CalcEpisode]], value) -> torch.Tensor:
         return torch.tensor([[float(value(e)) for e in group] for group in answers])
 

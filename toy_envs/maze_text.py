@@ -232,6 +232,13 @@ class TextMazeTask:
         """The uniform walker's reply (``uniform_reply``): a warm start on it teaches the format, not the way."""
         return uniform_reply(self.maze, env.cell, generator)
 
+    def transcript(self, prompt: MazePrompt, episode: MazeEpisode, /) -> str:
+        """One line of a walk: the start, each reply (a reply that was not a move quoted), the cells visited."""
+        row, col = self.maze.cell_to_rc(episode.start)
+        replies = ", ".join(r if m is not None else repr(r) for r, m in zip(episode.replies, episode.moves))
+        end = "the goal" if episode.success else f"cell {episode.cells[-1]}, not the goal"
+        return f"from cell {episode.start} (row {row}, column {col}): {replies} -> {end} (cells {episode.cells})"
+
     def _per_episode(self, answers: list[list[MazeEpisode]], value) -> torch.Tensor:
         return torch.tensor([[float(value(e)) for e in group] for group in answers])
 

@@ -23,7 +23,9 @@ EVAL_SAMPLING_SEED = 20_000
 def evaluate_policy(args: argparse.Namespace, run, config: dict) -> int:
     """Greedy accuracy and format rate of a run folder's trained model on its task's evaluation prompts (or
     another task's: ``--task``, ``--n-numbers``, ``--max-value``, ``--digits``), pass@k from
-    ``--samples-per-prompt`` samples at T = 1, a text task's answer kinds, and a few answers."""
+    ``--samples-per-prompt`` samples at T = 1, a text task's answer kinds, and a few answers (an agent's task: the
+    greedy episode's transcript from each of the first ``--samples`` prompts)."""
+    from minirl.episodes import greedy_rollout
     from minirl.runs import load_run_policy
     from minirl.train import evaluate, evaluation_generator, evaluation_prompts
 
@@ -38,14 +40,18 @@ def evaluate_policy(args: argparse.Namespace, run, config: dict) -> int:
     print(f"{args.run}: " + ", ".join(f"{k} {v:.1%}" for k, v in ev.items()) + f" on {n} evaluation prompts")
     prompts = evaluation_prompts(task, n, evaluation_generator(run_seed))
     _print_pass_at_k(policy, task, prompts, args.samples_per_prompt, ks, run_seed)
-    greedy = policy.greedy(prompts).answers  # one greedy pass for the kinds and the answers shown
+    greedy = greedy_rollout(policy, task, prompts).answers  # one greedy pass (an episode each, for an agent's task)
     if hasattr(task, "answer_kinds"):
         kinds = task.answer_kinds(prompts, greedy)
         print("  greedy answer kinds: " + "; ".join(f"{k} {v:.1%}" for k, v in kinds.items()))
     shown, answers = prompts[: args.samples], greedy[: args.samples]
     right = task.is_correct(shown, answers)
     for i in range(len(right)):
-        print(f"  {show(shown[i])!r} -> {show(answers[i])!r} ({'right' if right[i].all() else 'wrong'})")
+        verdict = "right" if right[i].all() else "wrong"
+        if hasattr(task, "transcript"):  # an episode: what was said, turn by turn
+            print(f"  {task.transcript(shown[i], answers[i][0])} ({verdict})")
+        else:
+            print(f"  {show(shown[i])!r} -> {show(answers[i])!r} ({verdict})")
     return 0
 
 
