@@ -63,7 +63,8 @@ class ValueHead(torch.nn.Module):
 def token_features(policy: Any, prompts: Any, rollout: Rollout) -> torch.Tensor:
     """The policy's last hidden state at the position that predicts each rollout token, without gradient:
     ``[batch, trial, pos, hidden]`` (a response's first token is predicted from the prompt's last position).
-    Needs a ``minirl.lm.CausalLMPolicy`` (a HuggingFace causal LM: ``output_hidden_states``)."""
+    Needs a ``minirl.lm.CausalLMPolicy`` (a HuggingFace causal LM, whose ``get_decoder()`` gives the hidden states
+    before the language-model head: no logits over the vocabulary are computed)."""
     from minirl.lm.policy import _position_ids
 
     if not hasattr(policy, "encode_prompts") or not hasattr(policy, "model"):
@@ -73,11 +74,9 @@ def token_features(policy: Any, prompts: Any, rollout: Rollout) -> torch.Tensor:
     responses = rearrange(rollout.tokens.to(policy.device), "batch trial pos -> (batch trial) pos")
     attn = torch.cat([attention_mask.repeat_interleave(trial, 0), torch.ones_like(responses)], dim=1)
     seq = torch.cat([input_ids.repeat_interleave(trial, 0), responses], dim=1)
-    with policy._autocast():
-        out = policy.model(
-            input_ids=seq, attention_mask=attn, position_ids=_position_ids(attn), output_hidden_states=True
-        )
-    hidden = out.hidden_states[-1][:, -n_resp - 1 : -1].float()  # the positions predicting each response token
+    with policy._autocast():  # the decoder alone: its last (normed) hidden state, no logits over the vocabulary
+        out = policy.model.get_decoder()(input_ids=seq, attention_mask=attn, position_ids=_position_ids(attn))
+    hidden = out.last_hidden_state[:, -n_resp - 1 : -1].float()  # the positions predicting each response token
     return rearrange(hidden, "(batch trial) pos hidden -> batch trial pos hidden", trial=trial)
 
 
