@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 
 import torch
 
+from toy_envs.episodic import EpisodeScores
+
 __all__ = [
     "CALC_SYSTEM",
     "KINDS",
@@ -158,7 +160,7 @@ class CalculatorChat:
 
 
 @dataclass
-class CalculatorTask:
+class CalculatorTask(EpisodeScores):
     """Products with a calculator, as a task of the training loop (``minirl.protocols.EpisodicTask``).
 
     A prompt is a problem (``CalcPrompt``); an answer is the episode the model plays from it with a fresh
@@ -232,20 +234,9 @@ class CalculatorTask:
             f"{episode.calls} call(s), {episode.bad_calls} malformed"
         )
 
-    def _per_episode(self, answers: list[list[CalcEpisode]], value) -> torch.Tensor:
-        return torch.tensor([[float(value(e)) for e in group] for group in answers])
-
-    def rewards(self, prompts: list[CalcPrompt], answers: list[list[CalcEpisode]], /) -> torch.Tensor:
-        """``[batch, trial]``: 1 for the right number, minus ``call_cost`` per call."""
-        return self._per_episode(answers, lambda e: e.reward)
-
-    def is_correct(self, prompts: list[CalcPrompt], answers: list[list[CalcEpisode]], /) -> torch.Tensor:
-        """``[batch, trial]`` bool: the answer was the product."""
-        return self._per_episode(answers, lambda e: e.success).bool()
-
-    def format_ok(self, prompts: list[CalcPrompt], answers: list[list[CalcEpisode]], /) -> torch.Tensor:
-        """``[batch, trial]`` bool: an answer was given and no call was malformed."""
-        return self._per_episode(answers, lambda e: e.answer is not None and e.invalid == 0).bool()
+    def _well_formed(self, episode: CalcEpisode) -> bool:
+        """An answer was given and no call was malformed."""
+        return episode.answer is not None and episode.invalid == 0
 
 
 def call_rates(prompts: list[CalcPrompt], answers: list[list[CalcEpisode]]) -> dict[str, float | None]:

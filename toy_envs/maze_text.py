@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import torch
 
+from toy_envs.episodic import EpisodeScores
 from toy_envs.maze import Maze, uniform_policy
 from toy_envs.maze_layout import ACTION_NAMES, DEFAULT_LAYOUT
 from toy_envs.maze_values import expected_returns
@@ -183,7 +184,7 @@ class MazePrompt:
 
 
 @dataclass
-class TextMazeTask:
+class TextMazeTask(EpisodeScores):
     """The maze walked in text, as a task of the training loop (``minirl.protocols.EpisodicTask``).
 
     A prompt is a start cell (``MazePrompt``); an answer is the episode the model walks from it with a fresh
@@ -239,17 +240,6 @@ class TextMazeTask:
         end = "the goal" if episode.success else f"cell {episode.cells[-1]}, not the goal"
         return f"from cell {episode.start} (row {row}, column {col}): {replies} -> {end} (cells {episode.cells})"
 
-    def _per_episode(self, answers: list[list[MazeEpisode]], value) -> torch.Tensor:
-        return torch.tensor([[float(value(e)) for e in group] for group in answers])
-
-    def rewards(self, prompts: list[MazePrompt], answers: list[list[MazeEpisode]], /) -> torch.Tensor:
-        """``[batch, trial]``: each episode's return."""
-        return self._per_episode(answers, lambda e: e.reward)
-
-    def is_correct(self, prompts: list[MazePrompt], answers: list[list[MazeEpisode]], /) -> torch.Tensor:
-        """``[batch, trial]`` bool: the episode reached the goal."""
-        return self._per_episode(answers, lambda e: e.success).bool()
-
-    def format_ok(self, prompts: list[MazePrompt], answers: list[list[MazeEpisode]], /) -> torch.Tensor:
-        """``[batch, trial]`` bool: every reply of the episode was a move."""
-        return self._per_episode(answers, lambda e: e.invalid == 0).bool()
+    def _well_formed(self, episode: MazeEpisode) -> bool:
+        """Every reply was a move."""
+        return episode.invalid == 0

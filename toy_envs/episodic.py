@@ -1,0 +1,37 @@
+"""What an agent's task reads off its episodes: the return, success and form of each, as ``[batch, trial]`` tensors.
+
+An episodic task (``minirl.protocols.EpisodicTask``: ``toy_envs.maze_text``, ``toy_envs.calculator``) answers each
+prompt with a group of episode records, each with a ``reward`` (its return) and ``success``; ``EpisodeScores`` turns
+them into the tensors the training loop asks a task for. Each task says what a well-formed episode is
+(``_well_formed``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+__all__ = ["EpisodeScores"]
+
+
+class EpisodeScores:
+    """``rewards``, ``is_correct`` and ``format_ok`` of groups of episode records (a list per prompt)."""
+
+    def _well_formed(self, episode: Any) -> bool:
+        raise NotImplementedError
+
+    def _per_episode(self, answers: list[list[Any]], value) -> torch.Tensor:
+        return torch.tensor([[float(value(e)) for e in group] for group in answers])
+
+    def rewards(self, prompts: list[Any], answers: list[list[Any]], /) -> torch.Tensor:
+        """``[batch, trial]``: each episode's return."""
+        return self._per_episode(answers, lambda e: e.reward)
+
+    def is_correct(self, prompts: list[Any], answers: list[list[Any]], /) -> torch.Tensor:
+        """``[batch, trial]`` bool: the episode succeeded (the goal reached, the right number given)."""
+        return self._per_episode(answers, lambda e: e.success).bool()
+
+    def format_ok(self, prompts: list[Any], answers: list[list[Any]], /) -> torch.Tensor:
+        """``[batch, trial]`` bool: the episode was well formed (``_well_formed``)."""
+        return self._per_episode(answers, self._well_formed).bool()
