@@ -132,6 +132,16 @@ KNOBS: list[tuple[str, str, str]] = [
         "one advantage per position (a process reward): TRL's advantages are one per response",
     ),
     (
+        'advantage_level="critic"',
+        "(none)",
+        "PPO for language models: one advantage per model token from a learned value (GAE, minirl.critic); "
+        "GRPOTrainer has no value model",
+    ),
+    ("gamma", "(none)", "GAE's discount γ (a critic's only)"),
+    ("lam", "(none)", "GAE's λ (a critic's only)"),
+    ("value_learning_rate", "(none)", "the value head's Adam step size (a critic's only)"),
+    ("value_epochs", "(none)", "the value head's Adam steps on each batch (a critic's only)"),
+    (
         "accept_reward",
         "(none)",
         'τ of delta_mode "accepted" (expert iteration: imitate the accepted replies); in TRL a separate SFT run '
