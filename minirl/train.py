@@ -262,7 +262,7 @@ def _critic(policy: Any, algo: AlgoConfig, done: int) -> Critic | None:
     return Critic.for_policy(policy, algo)
 
 
-def _lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, steps: int):
+def lr_scheduler(optimizer: torch.optim.Optimizer, schedule: str, steps: int):
     """None (constant) or a cosine decay lr_t = lr · ½(1 + cos(π t / steps)), stepped once per outer step."""
     if schedule == "constant":
         return None
@@ -402,7 +402,7 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
     # π_ref: the KL penalty's anchor, or with β = 0 (and measure_kl) a frozen initial policy to measure the drift
     ref_policy = copy.deepcopy(policy).requires_grad_(False) if algo.kl_coef > 0 or measure_kl else None
     optimizer = torch.optim.Adam(policy.parameters(), lr=cfg.learning_rate)
-    scheduler = _lr_scheduler(optimizer, cfg.lr_schedule, cfg.steps)
+    scheduler = lr_scheduler(optimizer, cfg.lr_schedule, cfg.steps)
     generator = torch.Generator().manual_seed(cfg.seed)
     sample_generator = device_generator(generator, device)
     history = History(label=algo.name, seed=cfg.seed)

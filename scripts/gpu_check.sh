@@ -13,6 +13,8 @@
 #   hack       the same lab's hacked run (the lenient verifier), seed 0 -> results/bench_reasoning_gpu_hack.json
 #   agents     notebook 12: the text maze walked by SmolLM2 (the maze recipe, the CPU's), seeds 0 1 2
 #              -> results/bench_agents_gpu.json
+#   calculator notebook 12: SmolLM2 with a calculator, before and after GRPO and PPO, seed 0
+#              -> results/bench_calculator_gpu.json
 #
 # Each part is one command and one record, so a device session too short for all of them can take some (the
 # records' wall times say how long each took: RESULTS.md, "SmolLM2 on a GPU" and "Reasoning").
@@ -26,11 +28,11 @@ export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 
 failed=0
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack agents)
+[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack agents calculator)
 for part in "${parts[@]}"; do  # every part named before any runs
   case "$part" in
-    sorting | reasoning | fix | hack | agents) ;;
-    *) echo "unknown part $part (sorting, reasoning, fix, hack, agents)" >&2; exit 2 ;;
+    sorting | reasoning | fix | hack | agents | calculator) ;;
+    *) echo "unknown part $part (sorting, reasoning, fix, hack, agents, calculator)" >&2; exit 2 ;;
   esac
 done
 
@@ -48,6 +50,7 @@ for part in "${parts[@]}"; do
     fix) python -m minirl.bench.reasoning_rl --seeds 0 --arms fix --save bench_reasoning_gpu_fix || failed=1 ;;
     hack) python -m minirl.bench.reasoning_rl --seeds 0 --arms hack --save bench_reasoning_gpu_hack || failed=1 ;;
     agents) python -m minirl.bench.agents --seeds 0 1 2 --save bench_agents_gpu || failed=1 ;;
+    calculator) python -m minirl.bench.calculator --seeds 0 --save bench_calculator_gpu || failed=1 ;;
   esac
 done
 echo "== done ($(date -u +%T)); targets failed in some part: $failed"

@@ -1,20 +1,22 @@
 """minirl.bench.agents: the text maze walked by SmolLM2 (base, warm start, GRPO), its targets and a quick run."""
 
 import pytest
+import torch
 
-from minirl.bench.agents import QUICK_BUDGETS, check_targets, main
+from minirl.bench.agents import QUICK_BUDGETS, check_targets, main, noise_gap
 from minirl.results import Record, load
 
 ROLLOUT = "64 six-turn episodes in <= 12 s"
 WARM = "warm start: sampled success within 0.1 of the uniform walker's from every cell"
+NOISE = "warm start: no gap to the uniform walker beyond its own sampling noise (95%)"
 GRPO = "GRPO: greedy success >= 95% from every cell"
 TIME = "warm start + GRPO <= 10 min"
 
 
-def _run(rollout_s=10.0, gap=0.05, worst=0.96, warm_s=60.0, grpo_s=400.0):
+def _run(rollout_s=10.0, gap=0.05, worst=0.96, warm_s=60.0, grpo_s=400.0, noise=0.08):
     return {
         "rollout": {"seconds": rollout_s},
-        "warm": {"max_gap_to_uniform": gap, "seconds": warm_s},
+        "warm": {"max_gap_to_uniform": gap, "seconds": warm_s, "noise_gap_95": noise},
         "grpo": {"greedy": {"0": worst, "11": 1.0}, "run": {"train_seconds": grpo_s}},
     }
 
@@ -22,7 +24,7 @@ def _run(rollout_s=10.0, gap=0.05, worst=0.96, warm_s=60.0, grpo_s=400.0):
 def test_without_grpo_its_targets_are_not_judged():
     run = _run()
     del run["grpo"]
-    assert set(check_targets([run])) == {ROLLOUT, WARM}
+    assert set(check_targets([run])) == {ROLLOUT, WARM, NOISE}
 
 
 def test_unknown_arms_are_refused():
@@ -33,12 +35,28 @@ def test_unknown_arms_are_refused():
 
 
 def test_the_targets_read_every_seed_and_fail_on_the_worst():
-    assert check_targets([_run(), _run()]) == {ROLLOUT: True, WARM: True, GRPO: True, TIME: True}
+    assert check_targets([_run(), _run()]) == {ROLLOUT: True, WARM: True, NOISE: True, GRPO: True, TIME: True}
     assert check_targets([_run(), _run(rollout_s=12.5)])[ROLLOUT] is False
     assert check_targets([_run(gap=0.1)])[WARM] is True and check_targets([_run(gap=0.11)])[WARM] is False
+    # a gap the uniform walker's own noise explains passes that target, however large; a larger one fails it
+    assert check_targets([_run(gap=0.2, noise=0.21)])[NOISE] is True
+    assert check_targets([_run(gap=0.2, noise=0.19)])[NOISE] is False
     assert check_targets([_run(worst=0.9)])[GRPO] is False  # one cell short fails however good the others
     assert check_targets([_run(warm_s=120.0, grpo_s=480.0)])[TIME] is True
     assert check_targets([_run(warm_s=121.0, grpo_s=480.0)])[TIME] is False
+
+
+def test_the_noise_gap_is_the_binomial_quantile_of_the_largest_gap():
+    # one cell, p = 1/2, 4 walks: |k/4 - 1/2| is 0.5 with chance 1/8, 0.25 with 1/2, 0 with 3/8; the 95% point is 0.5
+    assert noise_gap(torch.tensor([0.5]), 4, seed=0) == 0.5
+    # and its 80% point 0.25 (chance 0.875 of at most 0.25): the quantile, not the largest gap ever drawn
+    assert noise_gap(torch.tensor([0.5]), 4, seed=0, level=0.8) == 0.25
+    # a cell whose success is certain or impossible never strays; more walks stray less; more cells, more
+    assert noise_gap(torch.tensor([0.0, 1.0]), 8, seed=0) == 0.0
+    cells = torch.tensor([0.01, 0.1, 0.3, 0.5])
+    assert noise_gap(cells, 128, seed=0) < noise_gap(cells, 32, seed=0) < 0.35
+    assert noise_gap(cells[2:3], 32, seed=0) < noise_gap(cells, 32, seed=0)
+    assert noise_gap(cells, 32, seed=1) == pytest.approx(noise_gap(cells, 32, seed=0), abs=0.04)  # 4000 repeats
 
 
 @pytest.mark.smollm2
@@ -73,5 +91,7 @@ def test_a_quick_run_measures_every_stage_from_every_cell(tmp_path, monkeypatch,
         max(abs(values["learned"][c] - values["exact_uniform"][c]) for c in cells), abs=1e-5
     )
     assert run["warm"]["uniform"]["11"] == pytest.approx(0.5185185, rel=1e-6)  # 7 digits kept
+    assert all(v in (0.0, 1.0) for v in run["warm"]["sampled"].values())  # warm_samples: 1 walk a cell (quick)
+    assert run["warm"]["noise_gap_95"] > 0.5  # one walk a cell: a uniform walker strays far
     assert "You walk through a maze" in run["prompt"]
     assert "The text maze, SmolLM2" in capsys.readouterr().out

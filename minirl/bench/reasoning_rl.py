@@ -326,7 +326,10 @@ def _resumed(stored: dict[str, Any] | None, figures: dict[str, Any]) -> tuple[li
     checking it was measured with the same model kind, recipes, budgets and mode as ``figures`` holds now."""
     if stored is None:
         return [], []
-    old = stored["figures"]
+    old = dict(stored["figures"])
+    # a recipe setting added since the record was made, at its default value, changes nothing measured
+    defaults = {f.name: f.default for f in dataclasses.fields(LMRecipe) if f.default is not dataclasses.MISSING}
+    old["recipes"] = {name: {**defaults, **r} for name, r in old.get("recipes", {}).items()}
     now = json.loads(json.dumps(_jsonable(figures)))  # as a record keeps them (7 significant digits)
     differ = [k for k in ("kind", "recipes", "budgets", "quick") if old.get(k) != now[k]]
     if differ:

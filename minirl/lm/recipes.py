@@ -50,7 +50,7 @@ from minirl.history import History
 from minirl.lm.models import default_device, load_policy, make_tiny_lm
 from minirl.lm.policy import CausalLMPolicy
 from minirl.losses import sft_loss
-from minirl.train import TrainConfig
+from minirl.train import TrainConfig, lr_scheduler
 from minirl.utils import check_nonnegative_ints, check_positive_ints, torch_threads
 from toy_envs.reasoning import ReasoningTask
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
@@ -95,19 +95,22 @@ def sft_warm_start(
     threads: int | None = None,
     progress: bool = True,
     max_seconds: float | None = None,
+    lr_schedule: str = "constant",
 ) -> History:
     """Supervised fine-tuning of ``policy`` on the task's reference answers (``prompt.target``), in place.
 
     Each step draws ``prompts_per_step`` training prompts, turns their reference answers into a
     ``Rollout`` (``minirl.episodes.demonstrations``: answer tokens + EOS, masked; an episodic task's demonstrator
     walking whole episodes, the environment's tokens masked) and takes one Adam step on
-    ``sft_loss`` (gradient norm clipped to 1), and stops early once ``max_seconds`` have passed (None: never;
-    to compare with another method at equal wall time). Returns a History with ``loss`` (mean negative
-    log-likelihood per demonstrated token, nats) and ``wall_time``.
+    ``sft_loss`` (gradient norm clipped to 1) at ``learning_rate`` (``lr_schedule="cosine"``: decaying to 0 at
+    ``steps``, so the last steps average out the batches' noise instead of following the last few), and stops
+    early once ``max_seconds`` have passed (None: never; to compare with another method at equal wall time).
+    Returns a History with ``loss`` (mean negative log-likelihood per demonstrated token, nats) and ``wall_time``.
     """
     check_positive_ints(steps=steps, prompts_per_step=prompts_per_step)
     generator = torch.Generator().manual_seed(seed)
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    scheduler = lr_scheduler(optimizer, lr_schedule, steps)
     history = History(label="sft", seed=seed)
     start = time.perf_counter()
     with torch_threads(threads):
@@ -119,6 +122,8 @@ def sft_warm_start(
             loss.backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
             optimizer.step()
+            if scheduler is not None:
+                scheduler.step()
             history.log(step=step, loss=loss.item(), wall_time=time.perf_counter() - start)
             if max_seconds is not None and history.records[-1]["wall_time"] >= max_seconds:
                 break
@@ -153,6 +158,7 @@ class LMRecipe:
             harder held-out set.
         sft_prompts_per_step: demonstrations per warm-start step (None: ``prompts_per_step``).
         lr_schedule: GRPO's learning-rate schedule, ``"cosine"`` (decays to 0 at ``steps``) or ``"constant"``.
+        sft_lr_schedule: the warm start's learning-rate schedule, ``"constant"`` or ``"cosine"``.
         temperature: the temperature GRPO samples its groups at (the loss scores the same tempered policy;
             evaluations stay greedy and pass@k samples at 1).
     """
@@ -175,6 +181,7 @@ class LMRecipe:
     sft_prompts_per_step: int | None = None
     lr_schedule: str = "cosine"
     temperature: float = 1.0
+    sft_lr_schedule: str = "constant"
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -200,8 +207,9 @@ class LMRecipe:
             raise ValueError(f"kl_coef must be >= 0; got {self.kl_coef!r}")
         if not isinstance(self.short_system, bool):
             raise ValueError(f"short_system must be True or False; got {self.short_system!r}")
-        if self.lr_schedule not in ("constant", "cosine"):
-            raise ValueError(f"lr_schedule must be 'constant' or 'cosine'; got {self.lr_schedule!r}")
+        for name in ("lr_schedule", "sft_lr_schedule"):
+            if getattr(self, name) not in ("constant", "cosine"):
+                raise ValueError(f"{name} must be 'constant' or 'cosine'; got {getattr(self, name)!r}")
 
     def with_(self, **changes: Any) -> LMRecipe:
         """A copy with some settings changed, e.g. ``RECIPES["tiny"].with_(steps=4, sft_steps=30)``."""
@@ -273,6 +281,7 @@ class LMRecipe:
             seed=seed,
             threads=self.threads,
             progress=progress,
+            lr_schedule=self.sft_lr_schedule,
         )
 
     def train_config(self, task, *, algo: str | AlgoConfig = "grpo", seed: int = 0, **overrides: Any) -> TrainConfig:
@@ -446,9 +455,10 @@ MAZE_CHANGES: dict[str, dict[str, Any]] = {
     },
     "pretrained": {
         "max_new_tokens": MAZE_TOKENS,
-        "sft_steps": 20,
+        "sft_steps": 80,  # 20 teach the format but keep the model's own leaning towards the goal (README, Agents)
         "sft_prompts_per_step": 8,  # each demonstration is a whole walk of up to 6 turns
-        "sft_learning_rate": 1e-4,  # the reasoning warm start's rate: a new format in 20 steps
+        "sft_learning_rate": 1e-4,  # the reasoning warm start's rate
+        "sft_lr_schedule": "cosine",  # the last steps average the walks' noise out instead of following the last few
         "learning_rate": 3e-5,
         "lr_schedule": "constant",
         "steps": 30,

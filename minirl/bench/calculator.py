@@ -1,0 +1,180 @@
+"""Tool use measured: SmolLM2 with a calculator it may call (``toy_envs.calculator``), before and after RL.
+
+For each seed, on SmolLM2-135M-Instruct with ``calculator_recipe`` (``minirl.lm.recipes``), every figure greedy on
+the task's evaluation problems (20 two-digit products never drawn in training, 20 one-digit ones):
+
+- ``base``: the base model, shown the protocol once in its system message;
+- ``warm``: after a warm start on a demonstrator that calls the calculator on half of its episodes *whatever the
+  problem* (the protocol, not when to use it);
+- ``grpo`` and ``ppo`` (``--algos``): from the same warm start, RL on the reward 1 for the right number minus
+  ``call_cost`` per call, so a call pays on a hard product and costs on an easy one.
+
+Each stage reports the accuracy and the call rate on each kind of problem (``call_rates``: the share of episodes
+with a call), the malformed calls, and one transcript per kind. Every budget is a number of steps; wall times are
+reported beside them.
+
+    python -m minirl.bench.calculator --seeds 0 --save   # results/bench_calculator.json
+    python -m minirl.bench.calculator --quick            # a few steps of everything (a smoke test)
+
+Targets (checked over the seeds run): after RL, products right on at least 90% of the hard problems, a call on at
+most 20% of the easy ones, warm start + RL within 10 minutes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from minirl.bench import finish, part_figures
+from minirl.episodes import greedy_rollout
+from minirl.lm.models import SMOLLM2_ALIAS
+from minirl.lm.recipes import LMRecipe, calculator_recipe, model_kind
+from minirl.results import Record, history_figures
+from minirl.train import train
+from toy_envs.calculator import KINDS, CalculatorTask, call_rates
+
+__all__ = ["ALGOS", "calculator_part", "calculator_seed", "check_targets"]
+
+ALGOS = ("grpo", "ppo")
+
+
+def _recipe(kind: str, quick: bool, steps: int | None) -> LMRecipe:
+    recipe = calculator_recipe(kind)
+    if quick:
+        recipe = recipe.with_(sft_steps=2, sft_prompts_per_step=2, steps=1, prompts_per_step=2, group_size=2)
+        recipe = recipe.with_(eval_every=0, eval_prompts=4)
+    return recipe if steps is None else recipe.with_(steps=steps)
+
+
+def measure(policy, task: CalculatorTask, n_prompts: int) -> dict[str, Any]:
+    """Greedy accuracy and call rate on each kind of the first ``n_prompts`` evaluation problems, the malformed
+    calls, and the first transcript of each kind."""
+    prompts = task.eval_prompts(n_prompts)
+    rollout = greedy_rollout(policy, task, prompts)
+    right = task.is_correct(prompts, rollout.answers)[:, 0].tolist()
+    episodes = [group[0] for group in rollout.answers]
+    out: dict[str, Any] = {"call_rate": call_rates(prompts, rollout.answers)}
+    out["accuracy"] = {
+        kind: sum(r for p, r in zip(prompts, right) if p.kind == kind) / max(1, sum(p.kind == kind for p in prompts))
+        for kind in KINDS
+    }
+    out["malformed_calls"] = sum(e.bad_calls for e in episodes)
+    out["turns_mean"] = sum(e.turns for e in episodes) / len(episodes)
+    out["example"] = {
+        kind: next(task.transcript(p, e) for p, e in zip(prompts, episodes) if p.kind == kind) for kind in KINDS
+    }
+    return out
+
+
+def calculator_seed(
+    seed: int,
+    device: str | None = None,
+    quick: bool = False,
+    steps: int | None = None,
+    out: dict[str, Any] | None = None,
+    saved=None,
+    algos: Sequence[str] = ALGOS,
+) -> dict[str, Any]:
+    """One seed: the base model, the warm start, then each of ``algos`` from the warm start, each measured by
+    ``measure``. The figures go into ``out`` stage by stage; ``saved`` is called after each stage."""
+    out = {} if out is None else out
+    saved = saved or (lambda: None)
+    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps)
+    task = CalculatorTask()
+    policy = recipe.policy(SMOLLM2_ALIAS, device=device)
+    out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]))
+    start = time.perf_counter()
+    out["base"] = {**measure(policy, task, recipe.eval_prompts), "seconds": time.perf_counter() - start}
+    saved()
+    start = time.perf_counter()
+    history = recipe.warm_start(policy, task, seed=seed, progress=not quick)
+    out["warm"] = {
+        **measure(policy, task, recipe.eval_prompts),
+        "steps": 0 if history is None else len(history),
+        "seconds": time.perf_counter() - start,
+        "loss_last": None if history is None else history.last("loss", 5),
+    }
+    saved()
+    warm_weights = copy.deepcopy(policy.model.state_dict())
+    for algo in algos:
+        policy.model.load_state_dict(warm_weights)  # every arm from the same warm start
+        config = recipe.train_config(task, algo=recipe.algorithm(algo), seed=seed, progress=not quick)
+        policy, run = train(config, policy)
+        out[algo] = {**measure(policy, task, recipe.eval_prompts), "run": history_figures(run)}
+        saved()
+    return out
+
+
+def check_targets(runs: list[dict[str, Any]], algos: Sequence[str]) -> dict[str, bool]:
+    """The module docstring's targets for each RL arm over the seeds run."""
+    targets: dict[str, bool] = {}
+    for algo in algos:
+        targets[f"{algo}: hard products right >= 90%"] = all(r[algo]["accuracy"]["tool"] >= 0.9 for r in runs)
+        targets[f"{algo}: calls on easy problems <= 20%"] = all(r[algo]["call_rate"]["head"] <= 0.2 for r in runs)
+        targets[f"warm start + {algo} <= 10 min"] = all(
+            (r["warm"]["seconds"] + r[algo]["run"]["train_seconds"]) / 60 <= 10 for r in runs
+        )
+    return targets
+
+
+def _line(name: str, m: dict[str, Any]) -> str:
+    acc, calls = m["accuracy"], m["call_rate"]
+    return (
+        f"    {name:>5}: right {acc['tool']:.0%} hard / {acc['head']:.0%} easy; calls {calls['tool']:.0%} hard / "
+        f"{calls['head']:.0%} easy; {m['malformed_calls']} malformed"
+    )
+
+
+def calculator_part(
+    record: Record,
+    seeds: Sequence[int],
+    quick: bool = False,
+    save: bool = False,
+    key: str | None = None,
+    device: str | None = None,
+    steps: int | None = None,
+    algos: Sequence[str] = ALGOS,
+) -> dict[str, bool]:
+    """Every seed into ``record.figures`` (or its ``key`` entry), saved after each stage when ``save``; prints the
+    table and returns the targets. ``steps``: RL steps instead of the recipe's (the record keeps the recipe run)."""
+    unknown = sorted(set(algos) - set(ALGOS))
+    if unknown or not algos:
+        raise ValueError(f"algos must be some of {list(ALGOS)}; got {list(algos)}")
+    kind = model_kind(SMOLLM2_ALIAS, device)
+    recipe = _recipe(kind, quick, steps)
+    seeds, figures = part_figures(record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), quick=quick)
+    figures["algos"] = list(algos)
+    runs: list[dict[str, Any]] = []
+    figures["runs"] = runs
+    for seed in seeds:
+        runs.append({})
+        calculator_seed(seed, device, quick, steps, out=runs[-1], saved=record.save if save else None, algos=algos)
+    print("\nThe calculator, SmolLM2: greedy on the evaluation problems")
+    for r in runs:
+        print(f"  seed {r['seed']}: warm start {r['warm']['steps']} steps {r['warm']['seconds']:.0f} s")
+        print(_line("base", r["base"]))
+        print(_line("warm", r["warm"]))
+        for algo in algos:
+            print(_line(algo, r[algo]) + f"; {r[algo]['run']['steps']} steps {r[algo]['run']['train_seconds']:.0f} s")
+    return check_targets(runs, algos)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="SmolLM2 with a calculator (minirl.bench.calculator).")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the seeds to run (default 0)")
+    parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
+    parser.add_argument("--steps", type=int, default=None, help="RL steps instead of the recipe's (a probe)")
+    parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS, help="the RL arms (default both)")
+    parser.add_argument("--save", nargs="?", const="bench_calculator", default=None, metavar="NAME")
+    args = parser.parse_args(argv)
+    record = Record(args.save or "bench_calculator", seeds=args.seeds)
+    targets = calculator_part(record, args.seeds, args.quick, args.save is not None, steps=args.steps, algos=args.algos)
+    return finish(record, targets, args.save, args.quick)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,47 @@
+"""minirl.bench.calculator: SmolLM2 with a calculator (base, warm start, GRPO, PPO), its targets and a quick run."""
+
+import pytest
+
+from minirl.bench.calculator import check_targets, main
+from minirl.results import Record, load
+
+
+def _run(hard=0.95, easy_calls=0.1, warm_s=60.0, rl_s=400.0):
+    arm = {"accuracy": {"tool": hard, "head": 1.0}, "call_rate": {"tool": 1.0, "head": easy_calls}}
+    return {"warm": {"seconds": warm_s}, "grpo": {**arm, "run": {"train_seconds": rl_s}}}
+
+
+def test_the_targets_read_every_seed_and_fail_on_the_worst():
+    names = ["grpo: hard products right >= 90%", "grpo: calls on easy problems <= 20%", "warm start + grpo <= 10 min"]
+    assert check_targets([_run(), _run()], ["grpo"]) == dict.fromkeys(names, True)
+    assert check_targets([_run(), _run(hard=0.85)], ["grpo"])[names[0]] is False  # one seed short fails
+    assert check_targets([_run(hard=0.9)], ["grpo"])[names[0]] is True
+    assert check_targets([_run(easy_calls=0.2)], ["grpo"])[names[1]] is True
+    assert check_targets([_run(easy_calls=0.25)], ["grpo"])[names[1]] is False
+    assert check_targets([_run(warm_s=120.0, rl_s=481.0)], ["grpo"])[names[2]] is False
+
+
+def test_unknown_arms_are_refused():
+    from minirl.bench.calculator import calculator_part
+
+    with pytest.raises(ValueError, match=r"algos must be some of \['grpo', 'ppo'\]; got \['dpo'\]"):
+        calculator_part(Record("x", seeds=[0]), [0], algos=["dpo"])
+
+
+@pytest.mark.smollm2
+def test_a_quick_run_measures_every_stage_on_both_kinds(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    assert main(["--quick", "--algos", "grpo", "--save", "bench_calculator_quick"]) == 0
+    f = load("bench_calculator_quick")["figures"]
+    assert f["quick"] is True and f["seeds"] == [0] and f["algos"] == ["grpo"]
+    (run,) = f["runs"]
+    for stage in ("base", "warm", "grpo"):
+        m = run[stage]
+        # quick: 4 evaluation problems, 2 of each kind, one greedy episode each: rates in halves
+        assert set(m["accuracy"]) == set(m["call_rate"]) == {"head", "tool"}
+        assert all(v in (0.0, 0.5, 1.0) for v in [*m["accuracy"].values(), *m["call_rate"].values()])
+        assert m["malformed_calls"] >= 0 and 1.0 <= m["turns_mean"] <= 3.0
+        assert "(tool)" in m["example"]["tool"] and "(head)" in m["example"]["head"]
+    assert run["warm"]["steps"] == 2 and run["grpo"]["run"]["steps"] == 1 and "ppo" not in run
+    assert "You answer arithmetic questions" in run["prompt"]
+    assert "The calculator, SmolLM2" in capsys.readouterr().out
