@@ -39,7 +39,9 @@ def test_a_quick_run_measures_every_stage_on_both_kinds(tmp_path, monkeypatch, c
         m = run[stage]
         # quick: 4 evaluation problems, 2 of each kind, one greedy episode each: rates in halves
         assert set(m["accuracy"]) == set(m["call_rate"]) == {"head", "tool"}
-        assert all(v in (0.0, 0.5, 1.0) for v in [*m["accuracy"].values(), *m["call_rate"].values()])
+        keys = ("accuracy", "call_rate", "sampled_accuracy", "sampled_call_rate")
+        rates = [m[k][kind] for k in keys for kind in m[k]]
+        assert len(rates) == 8 and all(v in (0.0, 0.5, 1.0) for v in rates)  # one sampled episode a problem (quick)
         assert m["malformed_calls"] >= 0 and 1.0 <= m["turns_mean"] <= 3.0
         assert "(tool)" in m["example"]["tool"] and "(head)" in m["example"]["head"]
     assert run["warm"]["steps"] == 2 and run["grpo"]["run"]["steps"] == 1 and "ppo" not in run

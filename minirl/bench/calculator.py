@@ -10,7 +10,8 @@ the task's evaluation problems (20 two-digit products never drawn in training, 2
   ``call_cost`` per call, so a call pays on a hard product and costs on an easy one.
 
 Each stage reports the accuracy and the call rate on each kind of problem (``call_rates``: the share of episodes
-with a call), the malformed calls, and one transcript per kind. Every budget is a number of steps; wall times are
+with a call), greedy and over ``SAMPLES`` episodes a problem sampled at T = 1, the malformed calls, and one
+transcript per kind. Every budget is a number of steps; wall times are
 reported beside them.
 
     python -m minirl.bench.calculator --seeds 0 --save   # results/bench_calculator.json
@@ -29,8 +30,10 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+import torch
+
 from minirl.bench import finish, part_figures
-from minirl.episodes import greedy_rollout
+from minirl.episodes import greedy_rollout, sample_rollout
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, calculator_recipe, model_kind
 from minirl.results import Record, history_figures
@@ -40,6 +43,8 @@ from toy_envs.calculator import KINDS, CalculatorTask, call_rates
 __all__ = ["ALGOS", "calculator_part", "calculator_seed", "check_targets"]
 
 ALGOS = ("grpo", "ppo")
+SAMPLES = 8
+"""Episodes sampled per evaluation problem for the sampled rates (40 problems: 160 episodes of each kind)."""
 
 
 def _recipe(kind: str, quick: bool, steps: int | None) -> LMRecipe:
@@ -50,18 +55,25 @@ def _recipe(kind: str, quick: bool, steps: int | None) -> LMRecipe:
     return recipe if steps is None else recipe.with_(steps=steps)
 
 
-def measure(policy, task: CalculatorTask, n_prompts: int) -> dict[str, Any]:
-    """Greedy accuracy and call rate on each kind of the first ``n_prompts`` evaluation problems, the malformed
-    calls, and the first transcript of each kind."""
+def _by_kind(prompts, values) -> dict[str, float]:
+    """The mean of ``values`` ``[batch, group]`` over the problems of each kind."""
+    return {k: float(values[[p.kind == k for p in prompts]].float().mean()) for k in KINDS}
+
+
+def measure(policy, task: CalculatorTask, n_prompts: int, samples: int, seed: int) -> dict[str, Any]:
+    """On each kind of the first ``n_prompts`` evaluation problems: the greedy episode's accuracy and call rate,
+    and the same over ``samples`` episodes a problem sampled at T = 1 (greedy shows the likelier choice only: a
+    model that calls half the time may call always or never greedily); the malformed calls, and the first
+    transcript of each kind."""
     prompts = task.eval_prompts(n_prompts)
     rollout = greedy_rollout(policy, task, prompts)
-    right = task.is_correct(prompts, rollout.answers)[:, 0].tolist()
     episodes = [group[0] for group in rollout.answers]
     out: dict[str, Any] = {"call_rate": call_rates(prompts, rollout.answers)}
-    out["accuracy"] = {
-        kind: sum(r for p, r in zip(prompts, right) if p.kind == kind) / max(1, sum(p.kind == kind for p in prompts))
-        for kind in KINDS
-    }
+    out["accuracy"] = _by_kind(prompts, task.is_correct(prompts, rollout.answers))
+    gen = torch.Generator().manual_seed(seed)
+    sampled = sample_rollout(policy, task, prompts, samples, temperature=1.0, generator=gen)
+    out["sampled_call_rate"] = call_rates(prompts, sampled.answers)
+    out["sampled_accuracy"] = _by_kind(prompts, task.is_correct(prompts, sampled.answers))
     out["malformed_calls"] = sum(e.bad_calls for e in episodes)
     out["turns_mean"] = sum(e.turns for e in episodes) / len(episodes)
     out["example"] = {
@@ -84,16 +96,17 @@ def calculator_seed(
     out = {} if out is None else out
     saved = saved or (lambda: None)
     recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps)
+    samples = 1 if quick else SAMPLES
     task = CalculatorTask()
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
     out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]))
     start = time.perf_counter()
-    out["base"] = {**measure(policy, task, recipe.eval_prompts), "seconds": time.perf_counter() - start}
+    out["base"] = {**measure(policy, task, recipe.eval_prompts, samples, seed), "seconds": time.perf_counter() - start}
     saved()
     start = time.perf_counter()
     history = recipe.warm_start(policy, task, seed=seed, progress=not quick)
     out["warm"] = {
-        **measure(policy, task, recipe.eval_prompts),
+        **measure(policy, task, recipe.eval_prompts, samples, seed),
         "steps": 0 if history is None else len(history),
         "seconds": time.perf_counter() - start,
         "loss_last": None if history is None else history.last("loss", 5),
@@ -104,7 +117,7 @@ def calculator_seed(
         policy.model.load_state_dict(warm_weights)  # every arm from the same warm start
         config = recipe.train_config(task, algo=recipe.algorithm(algo), seed=seed, progress=not quick)
         policy, run = train(config, policy)
-        out[algo] = {**measure(policy, task, recipe.eval_prompts), "run": history_figures(run)}
+        out[algo] = {**measure(policy, task, recipe.eval_prompts, samples, seed), "run": history_figures(run)}
         saved()
     return out
 
@@ -122,10 +135,11 @@ def check_targets(runs: list[dict[str, Any]], algos: Sequence[str]) -> dict[str,
 
 
 def _line(name: str, m: dict[str, Any]) -> str:
-    acc, calls = m["accuracy"], m["call_rate"]
+    acc, calls, s_acc, s_calls = m["accuracy"], m["call_rate"], m["sampled_accuracy"], m["sampled_call_rate"]
     return (
-        f"    {name:>5}: right {acc['tool']:.0%} hard / {acc['head']:.0%} easy; calls {calls['tool']:.0%} hard / "
-        f"{calls['head']:.0%} easy; {m['malformed_calls']} malformed"
+        f"    {name:>5}: greedy right {acc['tool']:.0%} hard / {acc['head']:.0%} easy, calls {calls['tool']:.0%} / "
+        f"{calls['head']:.0%}; sampled right {s_acc['tool']:.0%} / {s_acc['head']:.0%}, calls "
+        f"{s_calls['tool']:.0%} / {s_calls['head']:.0%}; {m['malformed_calls']} malformed"
     )
 
 
