@@ -27,7 +27,8 @@ The renderers, one module per area (each reads its records with ``minirl.report.
 - ``minirl.report.reasoning_bench``: the reasoning benchmarks over seeds (``reasoning_seeds``,
   ``reasoning_gpu_recipe``, ``reasoning_gpu``, ``reasoning_families``);
 - ``minirl.report.self_training``: notebook 11's comparison at a matched budget (``self_training``);
-- ``minirl.report.agents``: the text maze walked by SmolLM2, the chapter on agents (``agents``);
+- ``minirl.report.agents``: the text maze walked by SmolLM2 and the calculator, the chapter on agents (``agents``,
+  ``calculator``);
 - ``minirl.report.headline``: README's headline table (``headline``).
 """
 
@@ -70,6 +71,7 @@ BLOCKS: dict[str, Callable[[], str]] = {
     "reasoning_gpu": reasoning_bench.reasoning_gpu,
     "self_training": self_training.self_training,
     "agents": agents.agents,
+    "calculator": agents.calculator,
     "headline": headline.headline,
 }
 

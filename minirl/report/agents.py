@@ -1,7 +1,8 @@
 """RESULTS.md's block on the text maze walked by SmolLM2 (``minirl.bench.agents``, the chapter on agents): the base
 model, the warm start against the uniform walker's exact success, and GRPO, from every start cell; on 2 CPU cores
 (``bench_agents``) and on one GPU (``bench_agents_gpu``, with the warm-start lever probes
-``bench_agents_gpu_warm80*``)."""
+``bench_agents_gpu_warm80*``); and the calculator (``minirl.bench.calculator``): accuracy and calls on easy and
+hard products, before and after RL (``bench_calculator``, ``bench_calculator_gpu`` and its probes)."""
 
 from __future__ import annotations
 
@@ -48,9 +49,10 @@ def _seed_rows(runs: list[dict[str, Any]], arms: list[str]) -> list[list[str]]:
         )
         ro = r.get("rollout")
         row.append(f"{_seconds(ro['seconds'])} ({ro['model_tokens_per_second']:.0f} tokens/s)" if ro else "–")
+        noise = f", a uniform walker's own {warm['noise_gap_95']:.2f}" if warm and "noise_gap_95" in warm else ""
         row.append(
             f"{warm['steps']} steps, {_seconds(warm['seconds'])}: {pct(warm['sampled_mean'], 0)} "
-            f"(largest gap {warm['max_gap_to_uniform']:.2f}; moves {pct(warm['move_rate'], 0)})"
+            f"(largest gap {warm['max_gap_to_uniform']:.2f}{noise}; moves {pct(warm['move_rate'], 0)})"
             if warm
             else "not measured"
         )
@@ -76,7 +78,8 @@ def _one_record(data: dict[str, Any]) -> list[str]:
     arms = list(f.get("algos", ["grpo"]))
     lines = [
         f"The maze recipe (`maze_recipe`: a warm start of {recipe['sft_steps']} steps of "
-        f"{recipe['sft_prompts_per_step']} uniform walks at learning rate {recipe['sft_learning_rate']:g}, then "
+        f"{recipe['sft_prompts_per_step']} uniform walks at learning rate {recipe['sft_learning_rate']:g}"
+        f"{' decaying to 0 (cosine)' if recipe.get('sft_lr_schedule') == 'cosine' else ''}, then "
         f"{' and '.join(ARMS[a] for a in arms)} "
         f"for {recipe['steps']} steps of {recipe['prompts_per_step']} start cells × {recipe['group_size']} episodes "
         f"at learning rate {recipe['learning_rate']:g}, the top {recipe['trainable_layers']} blocks training, KL β = "
@@ -97,9 +100,11 @@ def _one_record(data: dict[str, Any]) -> list[str]:
     ]
     cells = _against_uniform(runs, "warm", "uniform", "sampled")  # the warm start's success per cell
     if cells:
+        walks = budgets.get("warm_samples", budgets["samples"])
         lines += [
             "",
-            "After the warm start, sampled success from each start cell against the uniform walker's:",
+            f"After the warm start, sampled success from each start cell ({walks} walks a cell) against the uniform "
+            "walker's:",
             "",
             table(["start cell", *(c for c in runs[0]["warm"]["uniform"])], cells),
         ]
@@ -135,5 +140,72 @@ def agents() -> str:
                 "A lever probe on the same GPU, the recipe changed as its command says:",
                 "",
                 *_one_record(probe),
+            ]
+    return "\n".join(lines)
+
+
+CALCULATOR_PROBES = ("bench_calculator_gpu_probe", "bench_calculator_gpu_probe60")
+"""Calculator records with sampled call rates (each record's command says what changed)."""
+
+
+def _calc_cell(m: dict[str, Any] | None) -> str:
+    """Right / called on hard and easy problems: greedy, then sampled when the record has it."""
+    if m is None:
+        return "not measured"
+    acc, calls = m["accuracy"], m["call_rate"]
+    text = (
+        f"right {pct(acc['tool'], 0)} / {pct(acc['head'], 0)}, calls {pct(calls['tool'], 0)} / {pct(calls['head'], 0)}"
+    )
+    if "sampled_accuracy" in m:
+        s_acc, s_calls = m["sampled_accuracy"], m["sampled_call_rate"]
+        text += (
+            f"; sampled: right {pct(s_acc['tool'], 0)} / {pct(s_acc['head'], 0)}, calls {pct(s_calls['tool'], 0)} / "
+            f"{pct(s_calls['head'], 0)}"
+        )
+    return text
+
+
+def _calculator_record(data: dict[str, Any]) -> list[str]:
+    f = data["figures"]
+    recipe, runs = f["recipe"], f["runs"]
+    arms = list(f.get("algos", ARMS))
+    stages = ["base", "warm", *arms]
+    names = {"base": "base model", "warm": "warm start", **ARMS}
+    rows = []
+    for r in runs:
+        for stage in stages:
+            if stage in r:
+                rows.append([str(r["seed"]), names[stage], _calc_cell(r[stage])])
+    return [
+        f"The calculator recipe (`calculator_recipe`: a warm start of {recipe['sft_steps']} steps on a demonstrator "
+        f"that calls on half its episodes whatever the problem, then {' and '.join(ARMS[a] for a in arms)} for "
+        f"{recipe['steps']} steps), seeds {', '.join(str(r['seed']) for r in runs)}; on the {recipe['eval_prompts']} "
+        "evaluation problems, half hard (two digits by two) and half easy (one digit by one), each figure hard / easy, "
+        "greedy (and sampled at T = 1, 8 episodes a problem, where the record has it):",
+        "",
+        table(["seed", "stage", "right and calls: hard / easy"], rows),
+        "",
+        provenance(data),
+    ]
+
+
+def calculator() -> str:
+    """The calculator on 2 CPU cores (or that it is not measured yet), then on one GPU with its probes."""
+    lines: list[str] = []
+    cpu = _load("bench_calculator")
+    if cpu is None:
+        lines.append(
+            "On 2 CPU cores: " + missing("bench_calculator", "python -m minirl.bench.calculator --seeds 0 1 2 --save")
+        )
+    else:
+        lines += ["On 2 CPU cores:", "", *_calculator_record(cpu)]
+    for name in ("bench_calculator_gpu", *CALCULATOR_PROBES):
+        data = _load(name)
+        if data is not None:
+            lines += [
+                "",
+                f"On one {data['machine'].get('gpu', 'GPU')}, as its command says:",
+                "",
+                *_calculator_record(data),
             ]
     return "\n".join(lines)
