@@ -178,3 +178,12 @@ def test_a_transcript_quotes_each_reply():
     chat.step("943")
     line = TASK.transcript(TASK.prompt(23, 41, "tool"), chat.episode)
     assert line == "23 * 41 (tool): '<calc>23*41</calc>' | '943' -> answer 943, 1 call(s), 0 malformed"
+
+
+def test_the_best_reward_is_a_right_answer_without_a_call():
+    from minirl.diagnostics import cannot_learn
+
+    task = CalculatorTask()
+    assert task.max_reward == 1.0
+    calls_everywhere = [{"step": s, "reward": 0.9, "zero_variance_groups": 1.0} for s in (1, 2)]
+    assert "mean 0.90" in cannot_learn(calls_everywhere, max_reward=task.max_reward)  # every group equal: no signal

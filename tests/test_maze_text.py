@@ -186,3 +186,15 @@ def test_a_walks_transcript_names_its_start_replies_and_cells():
     row, col = task.maze.cell_to_rc(8)
     assert line.startswith(f"from cell 8 (row {row}, column {col}): right, 'I think up', ")
     assert line.endswith(f"(cells {walk.episode.cells})") and ("-> the goal" in line) == walk.episode.success
+
+
+def test_a_solved_window_is_not_called_stuck():
+    """Every walk reaching the goal (reward 10 in every group): solved, not "cannot learn"."""
+    from minirl.diagnostics import cannot_learn
+
+    task = TextMazeTask()
+    assert task.max_reward == 10.0
+    solved = [{"step": s, "reward": 10.0, "zero_variance_groups": 1.0, "truncated": 0.0} for s in (1, 2)]
+    assert cannot_learn(solved, max_reward=task.max_reward) is None
+    stuck = [{"step": s, "reward": 5.0, "zero_variance_groups": 1.0, "truncated": 0.0} for s in (1, 2)]
+    assert "cannot learn (steps 1-2)" in cannot_learn(stuck, max_reward=task.max_reward)

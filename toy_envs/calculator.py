@@ -187,6 +187,11 @@ class CalculatorTask(EpisodeScores):
         gen = torch.Generator().manual_seed(self.eval_seed)
         self._held_out = frozenset((p.a, p.b) for p in self._draw("tool", self.n_eval, gen, frozenset()))
 
+    @property
+    def max_reward(self) -> float:
+        """The best reward: the right number without a call."""
+        return 1.0
+
     def prompt(self, a: int, b: int, kind: str) -> CalcPrompt:
         if kind not in KINDS:
             raise ValueError(f"kind must be one of {KINDS}; got {kind!r}")

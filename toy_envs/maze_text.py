@@ -209,6 +209,11 @@ class TextMazeTask(EpisodeScores):
     def max_turns(self) -> int:
         return self.maze.max_steps
 
+    @property
+    def max_reward(self) -> float:
+        """The best return (the goal reached): a window where every walk earned it is solved, not stuck."""
+        return float(self.maze.goal_reward)
+
     def prompt(self, start: int) -> MazePrompt:
         if start not in self.start_cells:
             raise ValueError(f"start must be a floor cell of the maze, one of {self.start_cells}; got {start!r}")
