@@ -44,6 +44,7 @@ __all__ = [
     "demonstrations",
     "env_turn_encoder",
     "env_turn_ids",
+    "episode_ids_and_mask",
     "episode_mask_errors",
     "episode_rollout",
     "greedy_rollout",
@@ -116,6 +117,30 @@ def episode_mask_errors(mask: torch.Tensor, model_tokens: torch.Tensor) -> dict[
     return {"env_in_loss": int((on & ~own).sum()), "model_left_out": int((~on & own).sum())}
 
 
+def episode_ids_and_mask(episode: Sequence[tuple[list[int], list[int]]]) -> tuple[list[int], list[int]]:
+    """One episode's token ids and loss mask: ``episode`` is its turns in order, each a pair (the model's reply
+    ids, its end-of-sequence id included; the environment's next turn ids, empty after the last reply). Returns
+    the ids concatenated (reply, env, reply, env, ...) and a mask of the same length, 1 on the model's reply ids
+    (the end-of-sequence id too: the model wrote it) and 0 on the environment's. With 2 the end-of-sequence id::
+
+        episode_ids_and_mask([([5, 6, 2], [7, 8]), ([4, 2], [])])
+        -> ([5, 6, 2, 7, 8, 4, 2], [1, 1, 1, 0, 0, 1, 1])
+
+    (a reply [5, 6, 2], the environment's answer [7, 8], and the last reply [4, 2], after which the episode ended).
+    A ValueError when a turn is not a pair of lists."""
+    ids: list[int] = []
+    mask: list[int] = []
+    for i, turn in enumerate(episode):
+        if not (isinstance(turn, (tuple, list)) and len(turn) == 2 and all(isinstance(part, list) for part in turn)):
+            raise ValueError(
+                f"episode must be a sequence of (reply ids, env turn ids) pairs of lists; turn {i} is {turn!r:.80}"
+            )
+        reply, env = turn
+        ids += reply + env
+        mask += [1] * len(reply) + [0] * len(env)
+    return ids, mask
+
+
 def _pad_right(rows: list[list[int]], value: float, width: int | None = None) -> torch.Tensor:
     width = max([len(r) for r in rows] + [width or 0])
     out = torch.full((len(rows), width), value)
@@ -168,10 +193,7 @@ def episode_rollout(
     group = len(answers[0])
     tokens, mask = [], []
     for episode in turns:
-        ids, own = [], []
-        for reply, env in episode:
-            ids += reply + env
-            own += [1] * len(reply) + [0] * len(env)
+        ids, own = episode_ids_and_mask(episode)
         tokens.append(ids)
         mask.append(own)
     t = _pad_right(tokens, policy.pad_token_id).long()

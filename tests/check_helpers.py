@@ -20,6 +20,7 @@ from minirl.checks import (
     check_compute_loss,
     check_discounted_returns,
     check_dpo_loss,
+    check_episode_ids_and_mask,
     check_expert_iteration_batch,
     check_first_eos_mask,
     check_forward,
@@ -39,6 +40,7 @@ from minirl.checks import (
     check_sort_inclusion_ordering_reward,
     check_split_thinking,
     check_strict_reward,
+    check_token_gae,
     check_yes_probability,
     check_zero_variance_fraction,
     reference_bellman_backup,
@@ -90,6 +92,8 @@ REFERENCES = {
     check_yes_probability: yes_probability,
     check_expert_iteration_batch: expert_iteration_batch,
     check_group_preference_pairs: group_preference_pairs,
+    check_episode_ids_and_mask: minirl.episodes.episode_ids_and_mask,
+    check_token_gae: minirl.advantages.token_gae,
 }
 ALL_CHECKS = list(REFERENCES)  # every exercise check, with the reference it must accept
 

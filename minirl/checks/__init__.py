@@ -6,8 +6,8 @@
 See ``minirl.checks._core`` for the pattern and strict mode (``MINIRL_STRICT=1``). One module per notebook,
 named for it: ``nb01_maze``, ``nb02_maze_pg``, ``nb03_sorting``, ``nb04_ladder``, ``nb05_grpo``,
 ``nb06_preferences``, ``nb07_lm``, ``nb08_pretrained``, ``nb09_trl``, ``nb10_reasoning``,
-``nb11_self_training``. Adding a module is one star-import line below (its ``__all__`` lists its checks and
-references); a notebook imports them all from ``minirl.checks``.
+``nb11_self_training``, ``nb12_agents``. Adding a module is one star-import line below (its ``__all__`` lists its
+checks and references); a notebook imports them all from ``minirl.checks``.
 """
 
 from minirl.checks._core import *  # noqa: F403
@@ -23,5 +23,6 @@ from minirl.checks.nb08_pretrained import *  # noqa: F403
 from minirl.checks.nb09_trl import *  # noqa: F403
 from minirl.checks.nb10_reasoning import *  # noqa: F403
 from minirl.checks.nb11_self_training import *  # noqa: F403
+from minirl.checks.nb12_agents import *  # noqa: F403
 
 __all__ = sorted({*_core_all, "tiny_forward", *(name for name in dict(globals()) if name.startswith("check_"))})
