@@ -455,7 +455,7 @@ MAZE_CHANGES: dict[str, dict[str, Any]] = {
     },
     "pretrained": {
         "max_new_tokens": MAZE_TOKENS,
-        "sft_steps": 80,  # 20 teach the format but keep the model's own leaning towards the goal (README, Agents)
+        "sft_steps": 80,  # 20 teach the format but leave walkers far from the uniform one (RESULTS.md, Agents)
         "sft_prompts_per_step": 8,  # each demonstration is a whole walk of up to 6 turns
         "sft_learning_rate": 1e-4,  # the reasoning warm start's rate
         "sft_lr_schedule": "cosine",  # the last steps average the walks' noise out instead of following the last few

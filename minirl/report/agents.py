@@ -10,7 +10,7 @@ from typing import Any
 
 from minirl.report._format import _load, _seconds, missing, pct, provenance, table
 
-LEVER_PROBES = ("bench_agents_gpu_warm80", "bench_agents_gpu_warm80_s64")
+LEVER_PROBES = ("bench_agents_gpu_warm20", "bench_agents_gpu_warm80", "bench_agents_gpu_warm80_s64")
 """Records of the same benchmark with a changed recipe (each record's command and notes say how)."""
 
 
@@ -137,7 +137,7 @@ def agents() -> str:
         if probe is not None:  # the record keeps the recipe it ran: _one_record describes the change
             lines += [
                 "",
-                "A lever probe on the same GPU, the recipe changed as its command says:",
+                "A lever probe on the same GPU (its recipe as the record keeps it; its command and commit below):",
                 "",
                 *_one_record(probe),
             ]

@@ -17,6 +17,7 @@ NOTEBOOK_NAMES = {
     "09": "09_scaling_up_with_trl",
     "10": "10_reasoning_and_reward_hacking",
     "11": "11_learning_from_your_own_samples",
+    "12": "12_agents_multi_turn_rl",
 }
 
 
