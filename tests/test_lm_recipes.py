@@ -28,6 +28,15 @@ def measured_settings() -> dict[str, dict]:
     return out
 
 
+ADDED_SINCE = {"sft_lr_schedule": "constant"}
+"""LMRecipe settings added after some records were made, at the value those runs used (what a record lacks)."""
+
+
+def _as_now(settings: dict) -> dict:
+    """A recipe's settings as a record stored them, with the settings added since at the value its run used."""
+    return {**ADDED_SINCE, **settings}
+
+
 def test_the_recipes_are_the_ones_readme_measured():
     """A recipe changed without a new ``minirl bench --lm --save`` (on its device) would leave RESULTS.md's figures
     describing another run: re-measure (CONTRIBUTING, 'Measured figures'), then this test passes again."""
@@ -41,6 +50,7 @@ def test_the_recipes_are_the_ones_readme_measured():
         # a setting added after the record must be left at the value that reproduces the measured run
         added = {name: recipe.pop(name) for name in set(recipe) - set(values)}
         reproducing = {"sft_prompts_per_step": None, "lr_schedule": "cosine", "temperature": 1.0}
+        reproducing.update(ADDED_SINCE)
         assert added == {name: reproducing[name] for name in added}, (kind, added)
         assert recipe == values, kind
 
@@ -311,7 +321,7 @@ def test_the_reasoning_benchmark_was_measured_with_the_recipe_and_budgets():
     from minirl.bench.reasoning_rl import BUDGETS
 
     bench = _reasoning_record("bench_reasoning")
-    assert bench["recipes"] == {  # reasoning_part keeps a recipe per form (reasoning_rl.FORMS)
+    assert {form: _as_now(r) for form, r in bench["recipes"].items()} == {  # a recipe per form (reasoning_rl.FORMS)
         "think": dataclasses.asdict(reasoning_recipe("pretrained")),
         "answer": dataclasses.asdict(reasoning_recipe("pretrained", thinking=False)),
     }
@@ -362,7 +372,7 @@ def test_the_seed_0_reasoning_run_used_the_recipe_and_budgets():
     from minirl.bench.reasoning_rl import BUDGETS
 
     seed0 = _reasoning_record("reasoning_seed0")
-    assert seed0["recipe"] == dataclasses.asdict(reasoning_recipe("pretrained"))
+    assert _as_now(seed0["recipe"]) == dataclasses.asdict(reasoning_recipe("pretrained"))
     assert (seed0["pass_prompts"], seed0["pass_samples"]) == (BUDGETS["pass_prompts"], BUDGETS["pass_samples"])
     assert len(seed0["pass_before"]) == len(seed0["pass_after"]) == BUDGETS["pass_samples"]
     assert seed0["rl_steps"] == reasoning_recipe("pretrained").steps
