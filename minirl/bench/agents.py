@@ -48,7 +48,16 @@ from minirl.results import Record, history_figures
 from minirl.train import train
 from toy_envs.maze_text import TextMazeTask, uniform_success
 
-__all__ = ["ALGOS", "BUDGETS", "QUICK_BUDGETS", "check_targets", "maze_part", "maze_seed"]
+__all__ = [
+    "ALGOS",
+    "BUDGETS",
+    "QUICK_BUDGETS",
+    "check_algos",
+    "check_targets",
+    "maze_part",
+    "maze_seed",
+    "quick_recipe",
+]
 
 BUDGETS: dict[str, Any] = {
     "samples": 32,  # sampled walks per start cell for a success rate (a standard error of at most 0.09)
@@ -67,12 +76,20 @@ QUICK_BUDGETS: dict[str, Any] = {
 ALGOS = ("grpo", "ppo")
 
 
-def _quick(recipe: LMRecipe) -> LMRecipe:
+def quick_recipe(recipe: LMRecipe) -> LMRecipe:
+    """A few steps of everything (``--quick``): what the agents benchmarks smoke-test."""
     return recipe.with_(sft_steps=2, sft_prompts_per_step=2, steps=1, prompts_per_step=2, group_size=2, eval_every=0)
 
 
+def check_algos(algos: Sequence[str]) -> None:
+    """``algos``: some of ``ALGOS`` (the RL arms run from the warm start), else a ValueError naming them."""
+    unknown = sorted(set(algos) - set(ALGOS))
+    if unknown or not algos:
+        raise ValueError(f"algos must be some of {list(ALGOS)}; got {list(algos)}")
+
+
 def _recipe(kind: str, quick: bool, steps: int | None) -> LMRecipe:
-    recipe = _quick(maze_recipe(kind)) if quick else maze_recipe(kind)
+    recipe = quick_recipe(maze_recipe(kind)) if quick else maze_recipe(kind)
     return recipe if steps is None else recipe.with_(steps=steps)
 
 
@@ -283,9 +300,7 @@ def maze_part(
     and returns the targets. ``steps``: GRPO steps instead of the recipe's (the record keeps the recipe run);
     ``samples``: sampled walks per start cell instead of the budget's (the record keeps the budgets run);
     ``algos``: the RL arms run from the warm start."""
-    unknown = sorted(set(algos) - set(ALGOS))
-    if unknown or not algos:
-        raise ValueError(f"algos must be some of {list(ALGOS)}; got {list(algos)}")
+    check_algos(algos)
     kind = model_kind(SMOLLM2_ALIAS, device)
     budgets = dict(QUICK_BUDGETS if quick else BUDGETS, **({} if samples is None else {"samples": samples}))
     recipe = _recipe(kind, quick, steps)

@@ -33,6 +33,7 @@ from typing import Any
 import torch
 
 from minirl.bench import finish, part_figures
+from minirl.bench.agents import ALGOS, check_algos, quick_recipe
 from minirl.episodes import greedy_rollout, sample_rollout
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, calculator_recipe, model_kind
@@ -42,16 +43,12 @@ from toy_envs.calculator import KINDS, CalculatorTask, call_rates
 
 __all__ = ["ALGOS", "calculator_part", "calculator_seed", "check_targets"]
 
-ALGOS = ("grpo", "ppo")
 SAMPLES = 8
 """Episodes sampled per evaluation problem for the sampled rates (40 problems: 160 episodes of each kind)."""
 
 
 def _recipe(kind: str, quick: bool, steps: int | None) -> LMRecipe:
-    recipe = calculator_recipe(kind)
-    if quick:
-        recipe = recipe.with_(sft_steps=2, sft_prompts_per_step=2, steps=1, prompts_per_step=2, group_size=2)
-        recipe = recipe.with_(eval_every=0, eval_prompts=4)
+    recipe = quick_recipe(calculator_recipe(kind)).with_(eval_prompts=4) if quick else calculator_recipe(kind)
     return recipe if steps is None else recipe.with_(steps=steps)
 
 
@@ -155,9 +152,7 @@ def calculator_part(
 ) -> dict[str, bool]:
     """Every seed into ``record.figures`` (or its ``key`` entry), saved after each stage when ``save``; prints the
     table and returns the targets. ``steps``: RL steps instead of the recipe's (the record keeps the recipe run)."""
-    unknown = sorted(set(algos) - set(ALGOS))
-    if unknown or not algos:
-        raise ValueError(f"algos must be some of {list(ALGOS)}; got {list(algos)}")
+    check_algos(algos)
     kind = model_kind(SMOLLM2_ALIAS, device)
     recipe = _recipe(kind, quick, steps)
     seeds, figures = part_figures(record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), quick=quick)
