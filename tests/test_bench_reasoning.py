@@ -512,3 +512,23 @@ def test_the_report_says_which_arms_and_seeds_a_partial_record_lacks_and_its_sit
     sittings = "Measured in 2 sittings with `--resume`: earlier ones at commit aaaaaaa, 2026-11-26; seed 0 thinking at"
     assert sittings + " bbbbbbb." in text
     assert "pass@k on the first 32 held-out 4-number sums" in text  # the thinking arm's curves are there
+
+
+def test_the_report_times_each_seeds_first_evaluation_at_the_target_level():
+    """The first evaluation at or above 75% is found per seed (not the best one, not the last), with the run's wall
+    time then; a seed whose curve never gets there is said so with its steps."""
+    from minirl.report.reasoning_bench import _first_reaching
+
+    def run(seed: int, curve: list[tuple[int, float, float]]) -> dict:
+        evals = [{"step": float(s), "wall_time": t, "greedy_exact": a} for s, t, a in curve]
+        return {"seed": seed, "thinking": {"run": {"evals": evals}}}
+
+    runs = [
+        run(0, [(0, 0.0, 0.29), (6, 300.0, 0.74), (12, 600.0, 0.75), (18, 900.0, 0.9)]),
+        run(1, [(0, 0.0, 0.25), (6, 100.0, 0.6), (12, 200.0, 0.7)]),
+        {"seed": 2},  # no thinking arm yet: left out
+    ]
+    assert _first_reaching(runs, 0.75) == (
+        "First evaluation at 75% or more: seed 0 at step 12 (10.0 min of GRPO); seed 1 never in 12 steps."
+    )
+    assert _first_reaching([{"seed": 2}], 0.75) == ""

@@ -142,6 +142,7 @@ def _thinking_over_seeds(runs: list[dict[str, Any]], summary: dict[str, Any], bu
         for r in runs
         if nested(r, ("thinking", "run", "train_seconds")) is not None
     )
+    reached = _first_reaching(runs, TARGET_ACCURACY)
     return [
         f"pass@k on the first {budgets['pass_prompts']} held-out 4-number sums, {budgets['pass_samples']} samples "
         f"each at T = 1, {'mean ± std over seeds' if n > 1 else 'one seed'}:",
@@ -151,9 +152,37 @@ def _thinking_over_seeds(runs: list[dict[str, Any]], summary: dict[str, Any], bu
         _newly_solved(runs),
         "",
         f"Wall time, warm start + thinking GRPO: {times}. "
-        f"{'Targets over these seeds' if n > 1 else 'Targets on this one seed (they are set over 3)'}: "
+        + (f"{reached} " if reached else "")
+        + f"{'Targets over these seeds' if n > 1 else 'Targets on this one seed (they are set over 3)'}: "
         f"{_reasoning_verdicts(summary)}.",
     ]
+
+
+TARGET_ACCURACY = 0.75
+"""The thinking arm's target mean (``minirl.bench.reasoning_rl.check_targets``): the level whose first crossing
+the report times."""
+
+
+def _first_reaching(runs: list[dict[str, Any]], level: float) -> str:
+    """Per seed, the first evaluation of thinking GRPO at or above ``level`` (greedy, held-out 4-number sums): its
+    step and the run's wall time then (evaluations included), or that none did: how long the recipe needs, read
+    off its own curve rather than its step budget."""
+    from minirl.bench.reasoning_rl import nested
+
+    cells = []
+    for r in runs:
+        evals = nested(r, ("thinking", "run", "evals"))
+        if not evals:
+            continue
+        hit = next((e for e in evals if e["greedy_exact"] >= level), None)
+        cells.append(
+            f"seed {r['seed']} never in {int(evals[-1]['step'])} steps"
+            if hit is None
+            else f"seed {r['seed']} at step {int(hit['step'])} ({_seconds(hit['wall_time'])} of GRPO)"
+        )
+    if not cells:
+        return ""
+    return f"First evaluation at {pct(level, 0)} or more: {'; '.join(cells)}."
 
 
 def reasoning_seeds() -> str:
