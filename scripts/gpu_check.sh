@@ -15,6 +15,9 @@
 #              -> results/bench_agents_gpu.json
 #   calculator notebook 12: SmolLM2 with a calculator, before and after GRPO and PPO, seed 0
 #              -> results/bench_calculator_gpu.json
+#   calculator_easy  the same with easy problems the warm start can teach (a two-digit number times 10), a
+#              demonstrator that calls on a quarter of its episodes and a call costing 0.2, GRPO, seeds 0 1 2
+#              -> results/bench_calculator_gpu_times_ten.json
 #
 # Each part is one command and one record, so a device session too short for all of them can take some (the
 # records' wall times say how long each took: RESULTS.md, "SmolLM2 on a GPU" and "Reasoning").
@@ -28,11 +31,11 @@ export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
 
 failed=0
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack agents calculator)
+[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack agents calculator calculator_easy)
 for part in "${parts[@]}"; do  # every part named before any runs
   case "$part" in
-    sorting | reasoning | fix | hack | agents | calculator) ;;
-    *) echo "unknown part $part (sorting, reasoning, fix, hack, agents, calculator)" >&2; exit 2 ;;
+    sorting | reasoning | fix | hack | agents | calculator | calculator_easy) ;;
+    *) echo "unknown part $part (sorting, reasoning, fix, hack, agents, calculator, calculator_easy)" >&2; exit 2 ;;
   esac
 done
 
@@ -51,6 +54,8 @@ for part in "${parts[@]}"; do
     hack) python -m minirl.bench.reasoning_rl --seeds 0 --arms hack --save bench_reasoning_gpu_hack || failed=1 ;;
     agents) python -m minirl.bench.agents --seeds 0 1 2 --save bench_agents_gpu || failed=1 ;;
     calculator) python -m minirl.bench.calculator --seeds 0 --save bench_calculator_gpu || failed=1 ;;
+    calculator_easy) python -m minirl.bench.calculator --seeds 0 1 2 --algos grpo --easy times_ten \
+      --demo-call-rate 0.25 --call-cost 0.2 --save bench_calculator_gpu_times_ten || failed=1 ;;
   esac
 done
 echo "== done ($(date -u +%T)); targets failed in some part: $failed"

@@ -114,7 +114,13 @@ def test_the_task_mixes_kinds_and_holds_out_its_hard_evaluation_problems():
 
 @pytest.mark.parametrize(
     ("change", "message"),
-    [({"call_cost": 1.5}, "call_cost must be in"), ({"tool_share": -0.1}, "tool_share"), ({"max_turns": 0}, "max")],
+    [
+        ({"call_cost": 1.5}, "call_cost must be in"),
+        ({"tool_share": -0.1}, "tool_share"),
+        ({"max_turns": 0}, "max"),
+        ({"easy": "two_digit"}, r"easy must be one of \['one_digit', 'times_ten'\]; got 'two_digit'"),
+        ({"demo_call_rate": 1.2}, r"demo_call_rate must be in \[0, 1\]; got 1.2"),
+    ],
 )
 def test_bad_settings_are_refused(change, message):
     with pytest.raises(ValueError, match=message):
@@ -187,3 +193,22 @@ def test_the_best_reward_is_a_right_answer_without_a_call():
     assert task.max_reward == 1.0
     calls_everywhere = [{"step": s, "reward": 0.9, "zero_variance_groups": 1.0} for s in (1, 2)]
     assert "mean 0.90" in cannot_learn(calls_everywhere, max_reward=task.max_reward)  # every group equal: no signal
+
+
+def test_the_times_ten_kind_makes_easy_problems_a_two_digit_number_times_ten_and_keeps_the_hard_ones():
+    task = CalculatorTask(easy="times_ten")
+    prompts = task.sample_prompts(400, torch.Generator().manual_seed(0))
+    easy = [p for p in prompts if p.kind == "head"]
+    assert easy and all(11 <= p.a <= 99 and p.b == 10 for p in easy)
+    assert len({p.a for p in easy}) >= 60  # ~200 draws from 89 numbers: nearly all of them appear
+    assert all(11 <= p.b <= 99 for p in prompts if p.kind == "tool")
+    hard_evals = [(p.a, p.b) for p in task.eval_prompts(40) if p.kind == "tool"]
+    assert hard_evals == [(p.a, p.b) for p in TASK.eval_prompts(40) if p.kind == "tool"]  # the same held-out set
+
+
+@pytest.mark.parametrize("rate", [0.0, 0.25, 1.0])
+def test_the_demonstrator_calls_at_its_rate(rate):
+    task = CalculatorTask(demo_call_rate=rate)
+    gen = torch.Generator().manual_seed(3)
+    calls = [task.demonstrate(task.make_env(p), gen).startswith("<calc>") for p in task.sample_prompts(400, gen)]
+    assert abs(sum(calls) / 400 - rate) <= 0.065  # 3 standard deviations of a share of 400 at 1/4; 0 and 1 exact

@@ -9,9 +9,10 @@ The model is asked a product. It may answer at once, or call the calculator firs
     user:   <result>943</result>
     assistant: 943
 
-Some problems are easy to do in one's head (a one-digit product, ``kind == "head"``), the others are not (two
-digits by two, ``kind == "tool"``). The reward is 1 for the right number, minus ``call_cost`` for every call: a
-call pays on a hard product and costs on an easy one, so RL can learn *when* to call (notebook 12).
+Some problems are meant to be done in one's head (``kind == "head"``: a one-digit product, or with
+``easy="times_ten"`` a two-digit number times 10), the others are not (two digits by two, ``kind == "tool"``).
+The reward is 1 for the right number, minus ``call_cost`` for every call: a call pays wherever the model would
+be wrong without it, so RL can learn *when* to call (notebook 12), if the model can do the easy kind alone.
 
 A reply holding ``<calc>`` is a call; any other reply is the answer (its last whole number), which ends the episode.
 The calculator reads ``a+b``, ``a-b`` or ``a*b`` of whole numbers and nothing else: anything else between the tags
@@ -36,6 +37,7 @@ from toy_envs.episodic import EpisodeScores
 
 __all__ = [
     "CALC_SYSTEM",
+    "EASY",
     "KINDS",
     "CalcEpisode",
     "CalcPrompt",
@@ -53,9 +55,16 @@ CALC_SYSTEM = (
 """The system message of every conversation: the protocol, shown once."""
 
 KINDS = ("head", "tool")
-"""``head``: a one-digit product (2-9 times 2-9); ``tool``: two digits by two (11-99 times 11-99)."""
+"""``head``: a problem meant for one's head (``EASY``); ``tool``: two digits by two (11-99 times 11-99)."""
 
-_RANGES = {"head": (2, 9), "tool": (11, 99)}
+EASY: dict[str, tuple[tuple[int, int], tuple[int, int]]] = {
+    "one_digit": ((2, 9), (2, 9)),
+    "times_ten": ((11, 99), (10, 10)),
+}
+"""The easy kinds (``CalculatorTask.easy``): the ranges of the two factors. ``one_digit``: 2-9 times 2-9;
+``times_ten``: 11-99 times 10 (a digit appended: a pattern a warm start can teach a small model)."""
+
+_TOOL = ((11, 99), (11, 99))
 _CALL = re.compile(r"<calc>(.*?)</calc>", re.DOTALL)
 _EXPRESSION = re.compile(r"^\s*(\d{1,6})\s*([+*-])\s*(\d{1,6})\s*$")
 _NUMBER = re.compile(r"-?\d+")
@@ -77,6 +86,18 @@ def parse_answer(reply: str) -> int | None:
     """The last whole number of a reply (``"943"``, ``"It is 943."``), or None."""
     numbers = _NUMBER.findall(reply) if isinstance(reply, str) else []
     return int(numbers[-1]) if numbers else None
+
+
+def _factors(ranges: tuple[tuple[int, int], tuple[int, int]], gen: torch.Generator | None) -> tuple[int, int]:
+    """Two factors drawn uniformly from their ranges: one draw of both when the ranges are equal, else one draw of
+    each factor whose range holds more than one number (a fixed factor draws nothing)."""
+    (a_low, a_high), (b_low, b_high) = ranges
+    if ranges[0] == ranges[1]:
+        a, b = torch.randint(a_low, a_high + 1, (2,), generator=gen).tolist()
+        return a, b
+    a = a_low if a_low == a_high else int(torch.randint(a_low, a_high + 1, (), generator=gen))
+    b = b_low if b_low == b_high else int(torch.randint(b_low, b_high + 1, (), generator=gen))
+    return a, b
 
 
 @dataclass(frozen=True)
@@ -175,6 +196,8 @@ class CalculatorTask(EpisodeScores):
     n_eval: int = 20
     eval_seed: int = 1234
     system: str = CALC_SYSTEM
+    easy: str = "one_digit"
+    demo_call_rate: float = 0.5
     _held_out: frozenset = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -182,6 +205,10 @@ class CalculatorTask(EpisodeScores):
             raise ValueError(f"call_cost must be in [0, 1]; got {self.call_cost!r}")
         if not 0.0 <= self.tool_share <= 1.0:
             raise ValueError(f"tool_share must be in [0, 1]; got {self.tool_share!r}")
+        if self.easy not in EASY:
+            raise ValueError(f"easy must be one of {sorted(EASY)}; got {self.easy!r}")
+        if not 0.0 <= self.demo_call_rate <= 1.0:
+            raise ValueError(f"demo_call_rate must be in [0, 1]; got {self.demo_call_rate!r}")
         if isinstance(self.max_turns, bool) or not isinstance(self.max_turns, int) or self.max_turns < 1:
             raise ValueError(f"max_turns must be a positive int; got {self.max_turns!r}")
         gen = torch.Generator().manual_seed(self.eval_seed)
@@ -199,10 +226,10 @@ class CalculatorTask(EpisodeScores):
         return CalcPrompt(messages, a, b, kind)
 
     def _draw(self, kind: str, n: int, gen: torch.Generator | None, avoid: frozenset) -> list[CalcPrompt]:
-        low, high = _RANGES[kind]
+        ranges = _TOOL if kind == "tool" else EASY[self.easy]
         out: list[CalcPrompt] = []
         while len(out) < n:
-            a, b = (torch.randint(low, high + 1, (2,), generator=gen)).tolist()
+            a, b = _factors(ranges, gen)
             if (a, b) not in avoid:
                 out.append(self.prompt(a, b, kind))
         return out
@@ -225,9 +252,10 @@ class CalculatorTask(EpisodeScores):
 
     def demonstrate(self, env: CalculatorChat, generator: torch.Generator | None, /) -> str:
         """A demonstrator that teaches the protocol and not when to use it: on its first turn it calls the
-        calculator with probability 1/2 whatever the problem, then answers with the right number."""
+        calculator with probability ``demo_call_rate`` (1/2) whatever the problem, then answers with the right
+        number."""
         p = env.prompt
-        if env.episode.turns == 0 and float(torch.rand((), generator=generator)) < 0.5:
+        if env.episode.turns == 0 and float(torch.rand((), generator=generator)) < self.demo_call_rate:
             return f"<calc>{p.a}*{p.b}</calc>"
         return str(p.answer)
 

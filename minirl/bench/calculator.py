@@ -16,6 +16,10 @@ reported beside them.
 
     python -m minirl.bench.calculator --seeds 0 --save   # results/bench_calculator.json
     python -m minirl.bench.calculator --quick            # a few steps of everything (a smoke test)
+    python -m minirl.bench.calculator --easy times_ten --demo-call-rate 0.25 --call-cost 0.2 --save NAME  # a probe
+
+A probe changes the task (``CalculatorTask``: the easy kind, the demonstrator's share of calls, a call's cost); its
+record keeps the task's settings (``figures["task"]``).
 
 Targets (checked over the seeds run): after RL, products right on at least 90% of the hard problems, a call on at
 most 20% of the easy ones, warm start + RL within 10 minutes.
@@ -39,9 +43,12 @@ from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, calculator_recipe, model_kind
 from minirl.results import Record, history_figures
 from minirl.train import train
-from toy_envs.calculator import KINDS, CalculatorTask, call_rates
+from toy_envs.calculator import EASY, KINDS, CalculatorTask, call_rates
 
 __all__ = ["ALGOS", "calculator_part", "calculator_seed", "check_targets"]
+
+TASK_SETTINGS = ("call_cost", "easy", "demo_call_rate", "tool_share", "max_turns")
+"""The ``CalculatorTask`` settings a record keeps (``figures["task"]``)."""
 
 SAMPLES = 8
 """Episodes sampled per evaluation problem for the sampled rates (40 problems: 160 episodes of each kind)."""
@@ -87,14 +94,16 @@ def calculator_seed(
     out: dict[str, Any] | None = None,
     saved=None,
     algos: Sequence[str] = ALGOS,
+    task: CalculatorTask | None = None,
 ) -> dict[str, Any]:
     """One seed: the base model, the warm start, then each of ``algos`` from the warm start, each measured by
-    ``measure``. The figures go into ``out`` stage by stage; ``saved`` is called after each stage."""
+    ``measure``. The figures go into ``out`` stage by stage; ``saved`` is called after each stage. ``task``: the
+    calculator task (default ``CalculatorTask()``; a probe changes its ``call_cost``, ``easy``, ``demo_call_rate``)."""
     out = {} if out is None else out
     saved = saved or (lambda: None)
     recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps)
     samples = 1 if quick else SAMPLES
-    task = CalculatorTask()
+    task = CalculatorTask() if task is None else task
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
     out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]))
     start = time.perf_counter()
@@ -149,19 +158,27 @@ def calculator_part(
     device: str | None = None,
     steps: int | None = None,
     algos: Sequence[str] = ALGOS,
+    task: dict[str, Any] | None = None,
 ) -> dict[str, bool]:
     """Every seed into ``record.figures`` (or its ``key`` entry), saved after each stage when ``save``; prints the
-    table and returns the targets. ``steps``: RL steps instead of the recipe's (the record keeps the recipe run)."""
+    table and returns the targets. ``steps``: RL steps instead of the recipe's (the record keeps the recipe run);
+    ``task``: settings of ``CalculatorTask`` other than its defaults (the record keeps the task's settings)."""
     check_algos(algos)
     kind = model_kind(SMOLLM2_ALIAS, device)
     recipe = _recipe(kind, quick, steps)
-    seeds, figures = part_figures(record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), quick=quick)
+    calc = CalculatorTask(**(task or {}))
+    settings = {k: getattr(calc, k) for k in TASK_SETTINGS}
+    seeds, figures = part_figures(
+        record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), quick=quick, task=settings
+    )
     figures["algos"] = list(algos)
     runs: list[dict[str, Any]] = []
     figures["runs"] = runs
     for seed in seeds:
         runs.append({})
-        calculator_seed(seed, device, quick, steps, out=runs[-1], saved=record.save if save else None, algos=algos)
+        calculator_seed(
+            seed, device, quick, steps, out=runs[-1], saved=record.save if save else None, algos=algos, task=calc
+        )
     print("\nThe calculator, SmolLM2: greedy on the evaluation problems")
     for r in runs:
         print(f"  seed {r['seed']}: warm start {r['warm']['steps']} steps {r['warm']['seconds']:.0f} s")
@@ -178,10 +195,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
     parser.add_argument("--steps", type=int, default=None, help="RL steps instead of the recipe's (a probe)")
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS, help="the RL arms (default both)")
+    parser.add_argument("--call-cost", type=float, default=None, help="the cost of a call (a probe; default 0.1)")
+    parser.add_argument("--easy", choices=sorted(EASY), default=None, help="the easy kind (a probe; one_digit)")
+    parser.add_argument(
+        "--demo-call-rate", type=float, default=None, help="the demonstrator's share of calls (a probe; 0.5)"
+    )
     parser.add_argument("--save", nargs="?", const="bench_calculator", default=None, metavar="NAME")
     args = parser.parse_args(argv)
+    changes = {"call_cost": args.call_cost, "easy": args.easy, "demo_call_rate": args.demo_call_rate}
     record = Record(args.save or "bench_calculator", seeds=args.seeds)
-    targets = calculator_part(record, args.seeds, args.quick, args.save is not None, steps=args.steps, algos=args.algos)
+    targets = calculator_part(
+        record,
+        args.seeds,
+        args.quick,
+        args.save is not None,
+        steps=args.steps,
+        algos=args.algos,
+        task={k: v for k, v in changes.items() if v is not None},
+    )
     return finish(record, targets, args.save, args.quick)
 
 

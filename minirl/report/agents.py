@@ -144,8 +144,15 @@ def agents() -> str:
     return "\n".join(lines)
 
 
-CALCULATOR_PROBES = ("bench_calculator_gpu_probe", "bench_calculator_gpu_probe60")
-"""Calculator records with sampled call rates (each record's command says what changed)."""
+CALCULATOR_PROBES = ("bench_calculator_gpu_probe", "bench_calculator_gpu_probe60", "bench_calculator_gpu_times_ten")
+"""Calculator records with sampled call rates (each record's command says what changed; the last, easy problems a
+warm start can teach, is ``scripts/gpu_check.sh calculator_easy``'s)."""
+
+
+CALC_DEFAULTS = {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
+"""``CalculatorTask``'s defaults, for the records made before ``minirl.bench.calculator`` kept the task's settings."""
+
+EASY_WORDS = {"one_digit": "one digit by one", "times_ten": "two digits times 10"}
 
 
 def _calc_cell(m: dict[str, Any] | None) -> str:
@@ -176,12 +183,14 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
         for stage in stages:
             if stage in r:
                 rows.append([str(r["seed"]), names[stage], _calc_cell(r[stage])])
+    task = {**CALC_DEFAULTS, **f.get("task", {})}  # records made before the task's settings were kept: defaults
     return [
         f"The calculator recipe (`calculator_recipe`: a warm start of {recipe['sft_steps']} steps on a demonstrator "
-        f"that calls on half its episodes whatever the problem, then {' and '.join(ARMS[a] for a in arms)} for "
-        f"{recipe['steps']} steps), seeds {', '.join(str(r['seed']) for r in runs)}; on the {recipe['eval_prompts']} "
-        "evaluation problems, half hard (two digits by two) and half easy (one digit by one), each figure hard / easy, "
-        "greedy (and sampled at T = 1, 8 episodes a problem, where the record has it):",
+        f"that calls on {pct(task['demo_call_rate'], 0)} of its episodes whatever the problem, then "
+        f"{' and '.join(ARMS[a] for a in arms)} for {recipe['steps']} steps; a call costs {task['call_cost']:g}), "
+        f"seeds {', '.join(str(r['seed']) for r in runs)}; on the {recipe['eval_prompts']} evaluation problems, half "
+        f"hard (two digits by two) and half easy ({EASY_WORDS[task['easy']]}), each figure hard / easy, greedy (and "
+        "sampled at T = 1, 8 episodes a problem, where the record has it):",
         "",
         table(["seed", "stage", "right and calls: hard / easy"], rows),
         "",
