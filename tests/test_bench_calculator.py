@@ -79,3 +79,31 @@ def test_a_probe_keeps_the_task_settings_it_ran_and_passes_them_to_every_seed(mo
     }
     with pytest.raises(ValueError, match="demo_call_rate must be in"):
         bc.main(["--demo-call-rate", "2"])
+
+
+def test_bench_lm_runs_the_calculator_as_a_part_into_its_own_key(monkeypatch):
+    """``minirl bench --lm --parts calculator`` calls ``calculator_part`` with the seeds asked and its own key in
+    the shared record (no model: the part is replaced by one that reports its arguments)."""
+    import minirl.bench.calculator as bc
+    from minirl.bench.lm import run_lm_benchmark
+
+    calls = []
+
+    def fake_part(record, seeds, quick=False, save=False, key=None, **kw):
+        calls.append((list(seeds), quick, save, key))
+        return {"calculator target": True}
+
+    monkeypatch.setattr(bc, "calculator_part", fake_part)
+    monkeypatch.setattr("minirl.bench.lm.finish", lambda record, ok, save, quick, out: 0 if all(ok.values()) else 1)
+    assert run_lm_benchmark(quick=True, seeds=2, parts=("calculator",)) == 0
+    assert calls == [([0, 1], True, False, "calculator")]
+
+
+def test_minirl_bench_forwards_calculator_arguments_to_the_module(monkeypatch):
+    import minirl.bench.calculator as bc
+    from minirl.cli import main
+
+    seen = []
+    monkeypatch.setattr(bc, "main", lambda argv: seen.append(argv) or 0)
+    assert main(["bench", "--calculator", "--seeds", "1", "--easy", "times_ten"]) == 0
+    assert seen == [["--seeds", "1", "--easy", "times_ten"]]

@@ -395,7 +395,8 @@ def test_bench_lm_refuses_an_unknown_part(no_model, capsys):
 
     with pytest.raises(
         ValueError,
-        match=r"parts: unknown \['reason'\]; choose from \['tiny', 'smollm2', 'reasoning', 'self_training', 'agents'\]",
+        match=r"parts: unknown \['reason'\]; choose from "
+        r"\['tiny', 'smollm2', 'reasoning', 'self_training', 'agents', 'calculator'\]",
     ):
         run_lm_benchmark(quick=True, seeds=1, parts=("tiny", "reason"))
     with pytest.raises(ValueError, match="parts: unknown none given"):

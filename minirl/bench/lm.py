@@ -18,6 +18,8 @@
    budget, over seeds.
 6. **Agents** (notebook 12, ``minirl.bench.agents``): the maze of notebook 01 walked by SmolLM2 in text, from a
    warm start on the uniform walker, with GRPO and with PPO and its critic, from every start cell, over seeds.
+7. **Tool use** (notebook 12, ``minirl.bench.calculator``): SmolLM2 with a calculator it may call, before and after
+   GRPO and PPO: accuracy and call rate on easy and hard problems, over seeds.
 
 ``parts`` picks some of them (``minirl bench --lm --parts reasoning``); 2 and 3 go together as "smollm2".
 
@@ -51,7 +53,7 @@ __all__ = ["run_lm_benchmark"]
 
 HELD_OUT = 200
 TARGET_MINUTES = 20.0
-LM_PARTS = ("tiny", "smollm2", "reasoning", "self_training", "agents")
+LM_PARTS = ("tiny", "smollm2", "reasoning", "self_training", "agents", "calculator")
 
 
 def _greedy(policy, task, n: int) -> dict[str, float]:
@@ -209,6 +211,10 @@ def run_lm_benchmark(
         from minirl.bench.agents import maze_part
 
         ok.update(maze_part(record, range(seeds), quick=quick, save=save is not None, key="agents"))
+    if "calculator" in parts:
+        from minirl.bench.calculator import calculator_part
+
+        ok.update(calculator_part(record, range(seeds), quick=quick, save=save is not None, key="calculator"))
     return finish(record, ok, save, quick, out)
 
 

@@ -6,6 +6,8 @@
     minirl bench --reasoning-base [ARGS]       a base model on the reasoning tasks (minirl.bench.reasoning)
     minirl bench --reasoning-rl [ARGS]         notebook 10's arms over seeds (minirl.bench.reasoning_rl)
     minirl bench --self-training [ARGS]        notebook 11's arms over seeds (minirl.bench.self_training)
+    minirl bench --agents [ARGS]               notebook 12's maze walked by SmolLM2 (minirl.bench.agents)
+    minirl bench --calculator [ARGS]           notebook 12's calculator (minirl.bench.calculator)
     minirl bench --reasoning-families [ARGS]   thinking vs answer-only per family (minirl.bench.reasoning_families)
     minirl bench --cpu-decode [ARGS]           a CPU's generation, two forms of product (minirl.bench.cpu_decode)
 
@@ -61,6 +63,12 @@ FORWARDED = (
         "(also --lm --parts agents)",
     ),
     Forwarded(
+        "--calculator",
+        "minirl.bench.calculator",
+        "notebook 12's calculator: base, warm start, GRPO and PPO, accuracy and calls by kind (also --lm --parts "
+        "calculator)",
+    ),
+    Forwarded(
         "--reasoning-families",
         "minirl.bench.reasoning_families",
         "thinking against answer-only GRPO on the word and add families",
@@ -101,8 +109,8 @@ def add_bench_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--parts",
         default=OWN_DEFAULTS["parts"],
-        help="--lm: the parts to run, comma-separated, of tiny,smollm2,reasoning,self_training,agents (default: the "
-        "first three; self_training and agents, notebooks 11 and 12, take hours on a CPU)",
+        help="--lm: the parts to run, comma-separated, of tiny,smollm2,reasoning,self_training,agents,calculator "
+        "(default: the first three; the others, notebooks 11 and 12, take hours on a CPU)",
     )
     add_save(p)
     p.add_argument(
