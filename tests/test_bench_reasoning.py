@@ -493,7 +493,7 @@ def test_the_report_says_which_arms_and_seeds_a_partial_record_lacks_and_its_sit
         "commit": "c" * 40,
         "dirty": [],
         "date": "2026-11-27T00:00:00+00:00",
-        "machine": {"cpu": "AMD EPYC", "cores": 2, "gpu": None},
+        "machine": {"cpu": "AMD EPYC", "cores": 2, "gpu": None, "calibration": {"gflops": 148.4, "threads": 2}},
         "load": {"others_busy": 0.1},
         "figures": {
             "budgets": BUDGETS,
@@ -510,8 +510,11 @@ def test_the_report_says_which_arms_and_seeds_a_partial_record_lacks_and_its_sit
         "Not measured yet (seed 0: control, answer-only, hack, fix; seed 1: every arm; seed 2: every arm): "
         "`python -m minirl.bench.reasoning_rl --seeds 0 1 2 --save --resume` runs only what the record lacks."
     ) in text
-    sittings = "Measured in 2 sittings with `--resume`: earlier ones at commit aaaaaaa, 2026-11-26; seed 0 thinking at"
-    assert sittings + " bbbbbbb." in text
+    sittings = (
+        "Measured in 2 sittings with `--resume`: earlier ones at commit aaaaaaa, 2026-11-26; the last at commit "
+        "ccccccc, 2026-11-27 (AMD EPYC, 148 GFLOP/s, other jobs 10%); seed 0 thinking at bbbbbbb."
+    )
+    assert sittings in text
     assert "pass@k on the first 32 held-out 4-number sums" in text  # the thinking arm's curves are there
 
 

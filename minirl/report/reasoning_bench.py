@@ -236,11 +236,28 @@ def _sittings(data: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
         return []
     from minirl.bench.reasoning_rl import ARMS
 
-    sittings = "; ".join(f"commit {(e['commit'] or '?')[:7]}, {(e['date'] or '?')[:10]}" for e in earlier)
+    sittings = "; ".join(_sitting(e) for e in earlier)
     arms = "; ".join(
         f"seed {r['seed']} {arm} at {str(r[arm].get('commit', '?'))[:7]}" for r in runs for arm in ARMS if arm in r
     )
-    return [f"Measured in {len(earlier) + 1} sittings with `--resume`: earlier ones at {sittings}; {arms}.", ""]
+    return [
+        f"Measured in {len(earlier) + 1} sittings with `--resume`: earlier ones at {sittings}; the last at "
+        f"{_sitting(data)}; {arms}. A sitting's wall times scale with its machine's speed (the matrix-product "
+        "calibration beside it) and with the share of the cores other jobs took.",
+        "",
+    ]
+
+
+def _sitting(e: Mapping[str, Any]) -> str:
+    """One sitting of a resumed record: its commit, day, processor, calibrated speed and the other jobs' load."""
+    cal = (e.get("machine") or {}).get("calibration") or {}
+    speed = f", {cal['gflops']:.0f} GFLOP/s" if "gflops" in cal else ""
+    busy = (e.get("load") or {}).get("others_busy")
+    load = f", other jobs {pct(busy, 0)}" if busy is not None else ""
+    cpu = (e.get("machine") or {}).get("cpu")
+    return f"commit {(e.get('commit') or '?')[:7]}, {(e.get('date') or '?')[:10]}" + (
+        f" ({cpu}{speed}{load})" if cpu else ""
+    )
 
 
 def _seeds_table(runs, seeds, rows, recipe, budgets) -> list[str]:
