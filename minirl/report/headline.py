@@ -91,6 +91,10 @@ def _headline_reasoning() -> Row | str:
             f"seed {r['seed']}: {pct(nested(r, ('warm', 'sum4')), 0)} → {pct(nested(r, ('thinking', 'sum4')), 0)}"
             for r in runs
         )
+        summary = data["figures"].get("summary", {})
+        if len(runs) > 1 and "warm_sum4" in summary and "thinking_sum4" in summary:
+            mean = f"{pm(summary['warm_sum4'])} → {pm(summary['thinking_sum4'])}, mean ± std ({seeds})"
+            return f"{what[:-1]}, {len(runs)} seeds)", mean + how, [data], link
         return what, seeds + how, [data], link
     seed0, levers = _load("reasoning_seed0"), _load("reasoning_levers")
     if seed0 is None or levers is None:
