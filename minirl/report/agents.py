@@ -149,8 +149,19 @@ CALCULATOR_PROBES = ("bench_calculator_gpu_probe", "bench_calculator_gpu_probe60
 warm start can teach, is ``scripts/gpu_check.sh calculator_easy``'s)."""
 
 
-CALC_DEFAULTS = {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
-"""``CalculatorTask``'s defaults, for the records made before ``minirl.bench.calculator`` kept the task's settings."""
+def _calc_defaults() -> dict[str, Any]:
+    """``CalculatorTask``'s defaults, for the records made before ``minirl.bench.calculator`` kept the task's
+    settings."""
+    import dataclasses
+
+    from toy_envs.calculator import CalculatorTask
+
+    return {
+        f.name: f.default
+        for f in dataclasses.fields(CalculatorTask)
+        if f.name in ("call_cost", "easy", "demo_call_rate")
+    }
+
 
 EASY_WORDS = {"one_digit": "one digit by one", "times_ten": "two digits times 10"}
 
@@ -183,7 +194,7 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
         for stage in stages:
             if stage in r:
                 rows.append([str(r["seed"]), names[stage], _calc_cell(r[stage])])
-    task = {**CALC_DEFAULTS, **f.get("task", {})}  # records made before the task's settings were kept: defaults
+    task = {**_calc_defaults(), **f.get("task", {})}  # records made before the task's settings were kept: defaults
     return [
         f"The calculator recipe (`calculator_recipe`: a warm start of {recipe['sft_steps']} steps on a demonstrator "
         f"that calls on {pct(task['demo_call_rate'], 0)} of its episodes whatever the problem, then "
