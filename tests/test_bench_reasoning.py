@@ -21,6 +21,7 @@ from minirl.bench.reasoning_rl import (
     run_seed,
     summarize,
 )
+from minirl.bench.resume import PROVENANCE, same_warm
 from minirl.lm.recipes import reasoning_recipe
 from minirl.results import Record, load
 
@@ -332,7 +333,7 @@ def test_a_resumed_record_runs_only_the_arms_it_lacks_and_keeps_its_provenance(t
     assert f["runs"][0]["thinking"] == first["figures"]["runs"][0]["thinking"]
     (earlier,) = f["earlier"]
     assert earlier["date"] == first["date"] and earlier["command"] == first["command"]
-    assert set(earlier) == set(rr.PROVENANCE)
+    assert set(earlier) == set(PROVENANCE)
     # a third sitting with nothing left to run runs nothing and keeps both earlier sittings
     calls.clear()
     rr.run_reasoning_benchmark([1, 2], ARMS, quick=True, save="bench_reasoning_fake", resume=True)
@@ -354,9 +355,9 @@ def test_resuming_a_record_of_other_budgets_or_without_save_is_refused(tmp_path,
 
 def test_a_resumed_seed_whose_warm_start_changed_is_refused():
     stored = {"sum3": 0.9, "sum4": 0.3, "sum4_format": 1.0, "seconds": 50.0}
-    rr._same_warm(0, {**stored, "sum3": 0.9000001, "seconds": 70.0}, stored)  # 7 digits kept; time is no figure
+    same_warm(0, {**stored, "sum3": 0.9000001, "seconds": 70.0}, stored)  # 7 digits kept; time is no figure
     with pytest.raises(ValueError, match=r"resume: seed 3's warm start now reaches \{'sum4': \(0.31, 0.3\)\}"):
-        rr._same_warm(3, {**stored, "sum4": 0.31}, stored)
+        same_warm(3, {**stored, "sum4": 0.31}, stored)
 
 
 def test_a_quick_record_keeps_the_recipes_it_ran(monkeypatch):

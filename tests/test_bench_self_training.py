@@ -3,9 +3,13 @@ the summary over seeds and the targets, on hand-made data; the arms themselves r
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import torch
 
+import minirl.bench.self_training as st
+from minirl.bench.resume import PROVENANCE
 from minirl.bench.self_training import (
     ARMS,
     SlippedDemonstrations,
@@ -90,3 +94,65 @@ def test_unknown_arms_are_refused_before_loading_anything():
     with pytest.raises(ValueError, match=r"arms: unknown \['dagger'\]"):
         run_seed(0, arms=["grpo", "dagger"])
     assert ARMS[0] == "best_of_n" and "grpo_judge" in ARMS
+
+
+# ---- --resume: one comparison measured in several sittings ------------------------------------------------------
+
+
+def _fake_run_seed(calls):
+    """run_seed without a model: a warm start and each arm asked, reported one by one to ``after_arm``; ``calls``
+    collects (seed, arms, the stored seed's arms)."""
+
+    def fake(seed, arms, budgets, device, progress, quick, after_arm=None, done=None):
+        calls.append((seed, tuple(arms), None if done is None else sorted(set(done) & set(ARMS))))
+        out = {"seed": seed, "warm": {"sum4": 0.2, "sum3": 0.9, "sum4_format": 1.0, "seconds": 10.0 + seed}}
+        after_arm(dict(out))
+        for i, arm in enumerate(arms):
+            out[arm] = {"sum4": 0.5 + i / 10 + seed / 100, "sum3": 0.8, "arm_seconds": 60.0}
+            after_arm(dict(out))
+        return out
+
+    return fake
+
+
+def test_a_resumed_comparison_runs_only_the_arms_it_lacks_and_keeps_its_provenance(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(st, "run_seed", _fake_run_seed(calls))
+    load = lambda: json.loads((tmp_path / "bench_st_fake.json").read_text())  # noqa: E731
+    # the first sitting: seed 0's noisy imitation and GRPO
+    assert st.main(["--seeds", "0", "--arms", "imitate_noisy", "grpo", "--quick", "--save", "bench_st_fake"]) == 0
+    first = load()
+    assert first["figures"]["arms"] == ["imitate_noisy", "grpo"] and "earlier" not in first["figures"]
+    # the second: seeds 0 and 1; seed 0 keeps its two arms (and its warm start) and runs only imitate
+    calls.clear()
+    argv = ["--seeds", "0", "1", "--arms", "imitate", "grpo", "--quick", "--save", "bench_st_fake", "--resume"]
+    assert st.main(argv) == 0
+    assert calls == [(0, ("imitate",), ["grpo", "imitate_noisy"]), (1, ("imitate", "grpo"), None)]
+    f = load()["figures"]
+    assert f["seeds"] == [0, 1] and f["arms"] == ["imitate", "imitate_noisy", "grpo"]
+    seed0 = f["runs"][0]
+    assert seed0["grpo"] == first["figures"]["runs"][0]["grpo"] and seed0["imitate"]["sum4"] == 0.5
+    assert seed0["warm"] == first["figures"]["runs"][0]["warm"]
+    # the summary is over the seeds: GRPO 0.6 (seed 0, the second arm of its sitting) and 0.61 (seed 1); an arm
+    # that one seed lacks has no summary yet
+    assert f["summary"]["grpo_sum4"]["mean"] == pytest.approx(0.605, abs=1e-6)  # 7 digits kept
+    assert "imitate_noisy_sum4" not in f["summary"]
+    (earlier,) = f["earlier"]
+    assert earlier["date"] == first["date"] and earlier["command"] == first["command"]
+    assert set(earlier) == set(PROVENANCE)
+    # nothing left to run: nothing runs, and both earlier sittings are kept
+    calls.clear()
+    assert st.main(argv) == 0
+    assert calls == [] and len(load()["figures"]["earlier"]) == 2
+
+
+def test_resuming_a_comparison_of_other_budgets_or_without_save_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    monkeypatch.setattr(st, "run_seed", _fake_run_seed([]))
+    st.main(["--seeds", "0", "--arms", "grpo", "--quick", "--save", "bench_st_fake"])
+    other = r"resume: the stored record was measured with other recipe, budgets, quick than this run's"
+    with pytest.raises(ValueError, match=other):  # the stored record is a quick one
+        st.main(["--seeds", "0", "--arms", "imitate", "--save", "bench_st_fake", "--resume"])
+    with pytest.raises(ValueError, match=r"resume: give --save too"):
+        st.main(["--seeds", "0", "--resume"])

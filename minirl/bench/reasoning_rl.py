@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -51,11 +50,11 @@ from tqdm.auto import tqdm
 
 from minirl.bench import finish, part_figures
 from minirl.bench.reasoning_summary import REPORT_ROWS, SUMMARY_PATHS, _report, check_targets, nested, summarize
+from minirl.bench.resume import merge_seed, resumed, same_warm, stored_record
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, model_kind, reasoning_recipe, sft_warm_start
 from minirl.pass_at_k import sampled_correct_counts
-from minirl.results import Record, git_commit, history_figures, results_path
-from minirl.results.records import _jsonable
+from minirl.results import Record, git_commit, history_figures
 from minirl.train import evaluate, train
 
 __all__ = [
@@ -206,20 +205,6 @@ def _timed(fn, *args) -> tuple[Any, float]:
     return out, time.perf_counter() - start
 
 
-WARM_FIGURES = ("sum3", "sum4", "sum4_format")
-"""What a resumed seed's warm start must reach again (``run_seed``'s ``done``): the arms it adds start from it."""
-
-
-def _same_warm(seed: int, now: dict[str, Any], stored: dict[str, Any]) -> None:
-    """A resumed seed's warm start reaches the stored figures, or a ValueError says the code or machine changed."""
-    differ = {k: (now[k], stored[k]) for k in WARM_FIGURES if abs(now[k] - stored[k]) > 1e-6}  # 7 digits kept
-    if differ:
-        raise ValueError(
-            f"resume: seed {seed}'s warm start now reaches {differ} (now, stored): the code or the machine changed "
-            "since the stored arms were measured, so new arms would not start where they did; run without --resume"
-        )
-
-
 def run_seed(
     seed: int,
     arms: Sequence[str] = ARMS,
@@ -251,7 +236,7 @@ def run_seed(
     out: dict[str, Any] = {"seed": seed, "prompt": m.policy.render(four.eval_prompts(1)[0])}
     out["warm"] = {**m.warm_start(True, thinking.sft_steps, seed), **m.held_out(True), "commit": commit}
     if done is not None:
-        _same_warm(seed, out["warm"], done["warm"])
+        same_warm(seed, out["warm"], done["warm"])
     warm = m.snapshot()  # every arm but answer-only starts from this warm start
 
     def finished(arm: str, figures: dict[str, Any]) -> None:
@@ -317,30 +302,6 @@ def measure_base(device: str | None = None, quick: bool = False) -> dict[str, fl
     return out
 
 
-PROVENANCE = ("command", "commit", "dirty", "date", "duration_s", "machine", "load")
-"""What a resumed record keeps of each earlier invocation (``figures["earlier"]``)."""
-
-
-def _resumed(stored: dict[str, Any] | None, figures: dict[str, Any]) -> tuple[list[dict[str, Any]], list[Any]]:
-    """The runs of an earlier record of this part (its dict as saved) and its invocations' provenance, after
-    checking it was measured with the same model kind, recipes, budgets and mode as ``figures`` holds now."""
-    if stored is None:
-        return [], []
-    old = dict(stored["figures"])
-    # a recipe setting added since the record was made, at its default value, changes nothing measured
-    defaults = {f.name: f.default for f in dataclasses.fields(LMRecipe) if f.default is not dataclasses.MISSING}
-    old["recipes"] = {name: {**defaults, **r} for name, r in old.get("recipes", {}).items()}
-    now = json.loads(json.dumps(_jsonable(figures)))  # as a record keeps them (7 significant digits)
-    differ = [k for k in ("kind", "recipes", "budgets", "quick") if old.get(k) != now[k]]
-    if differ:
-        raise ValueError(
-            f"resume: the stored record was measured with other {', '.join(differ)} than this run's: its arms and "
-            "these would not be one experiment; run without --resume (or save under another name)"
-        )
-    earlier = [*old.get("earlier", []), {k: stored.get(k) for k in PROVENANCE}]
-    return list(old["runs"]), earlier
-
-
 def _index(record: Record, figures: dict[str, Any]) -> None:
     """The seeds and arms ``figures["runs"]`` hold (a stopped or resumed run says what it measured), and the summary."""
     runs = figures["runs"]
@@ -372,33 +333,23 @@ def reasoning_part(
     shrink = quick_recipe if quick else (lambda r: r)
     recipes = {form: dataclasses.asdict(shrink(reasoning_recipe(kind, thinking))) for form, thinking in FORMS.items()}
     seeds, figures = part_figures(record, seeds, key, kind=kind, recipes=recipes, budgets=budgets, quick=quick)
-    runs, earlier = _resumed(resume, figures)
+    runs, earlier = resumed(resume, figures)
     base = resume["figures"]["base"] if resume is not None else measure_base(device, quick)
     figures.update(base=base, runs=runs)
     if earlier:
         figures["earlier"] = earlier
 
-    def keep(seed: int) -> Callable[[dict[str, Any]], None]:
-        def after_arm(out: dict[str, Any]) -> None:
-            i = next((i for i, r in enumerate(runs) if r["seed"] == seed), None)
-            merged = {**(runs[i] if i is not None else {}), **out, "budgets": budgets}
-            if i is not None:
-                merged["warm"] = runs[i]["warm"]  # the stored warm start (the new one reached its figures)
-                runs[i] = merged
-            else:
-                runs.append(merged)
-            runs.sort(key=lambda r: r["seed"])
-            _index(record, figures)
-            if save:
-                record.save()
-
-        return after_arm
+    def keep(out: dict[str, Any]) -> None:
+        merge_seed(runs, out, budgets=budgets)
+        _index(record, figures)
+        if save:
+            record.save()
 
     for seed in seeds:
         done = next((r for r in runs if r["seed"] == seed), None)
         todo = [a for a in arms if done is None or a not in done]
         if todo:
-            run_seed(seed, todo, budgets, device, not quick, quick, done=done, after_arm=keep(seed))
+            run_seed(seed, todo, budgets, device, not quick, quick, done=done, after_arm=keep)
     _index(record, figures)
     _report(runs, figures["summary"])
     return check_targets(figures["summary"])
@@ -417,9 +368,7 @@ def run_reasoning_benchmark(
     under that name, if there is one), then the targets (``bench.finish``)."""
     seeds = list(seeds)
     name = save or "bench_reasoning"
-    if resume and save is None:
-        raise ValueError("resume: give --save too (the record to continue and to save into)")
-    stored = json.loads(results_path(name).read_text()) if resume and results_path(name).exists() else None
+    stored = stored_record(name, resume, save)
     record = Record(name, seeds=seeds)
     targets = reasoning_part(record, seeds, arms, quick, save is not None, device=device, resume=stored)
     return finish(record, targets, save, quick, out)

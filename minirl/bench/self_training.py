@@ -21,6 +21,7 @@ the same replies per step (the recipe's prompts × group), and every accuracy is
 - ``grpo_judge``: GRPO with the judge's P(yes) as the reward instead of the verifier's.
 
     python -m minirl.bench.self_training --seeds 0 1 2 --save       # results/bench_self_training.json
+    python -m minirl.bench.self_training --seeds 0 1 2 --save --resume  # continue it: run only the arms it lacks
     minirl bench --lm --parts self_training --seeds 3 --save        # the same, as a part of ``bench --lm``
 
 Targets (the issue's, on 2 CPU cores): each arm within 10 minutes, a seed's arms within 30 (the whole comparison of
@@ -40,12 +41,13 @@ from tqdm.auto import tqdm
 
 from minirl.bench import finish, part_figures, spread
 from minirl.bench.reasoning_rl import Arms, _run_figures, quick_recipe
+from minirl.bench.resume import merge_seed, resumed, same_warm, stored_record
 from minirl.best_of_n import best_of_n_by_score, majority_at_k, majority_vote
 from minirl.lm.judge import Judge, JudgedTask, agreement
 from minirl.lm.models import SMOLLM2_ALIAS, load_policy
 from minirl.lm.recipes import model_kind, reasoning_recipe
 from minirl.pass_at_k import pass_at_k
-from minirl.results import Record
+from minirl.results import Record, git_commit
 from minirl.train import train
 from minirl.utils import device_generator
 
@@ -241,17 +243,22 @@ def run_seed(
     progress: bool = True,
     quick: bool = False,
     after_arm: Callable[[dict[str, Any]], None] | None = None,
+    done: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The warm start, then every arm in ``arms`` from it, for one seed; each arm's figures. ``after_arm`` is
-    called with the figures so far after the warm start and after each arm (a benchmark saves them: a stopped run
-    keeps what it measured)."""
+    """The warm start, then every arm in ``arms`` from it, for one seed; each arm's figures, each with the commit it
+    ran at. ``after_arm`` is called with the figures so far after the warm start and after each arm (a benchmark
+    saves them: a stopped run keeps what it measured). ``done``: this seed's figures from an earlier sitting
+    (``--resume``): the warm start must reach its figures again (``minirl.bench.resume.same_warm``)."""
     unknown = sorted(set(arms) - set(ARMS))
     if unknown:
         raise ValueError(f"arms: unknown {unknown}; choose from {list(ARMS)}")
     b = {**(QUICK_BUDGETS if quick else BUDGETS), **(budgets or {})}
     m = SelfTrainingArms(model_kind(SMOLLM2_ALIAS, device), b, device, quick)
+    commit = git_commit()[0]
     out: dict[str, Any] = {"seed": seed}
-    out["warm"] = {**m.warm_start(True, m.recipes[True].sft_steps, seed), **m.held_out(True)}
+    out["warm"] = {**m.warm_start(True, m.recipes[True].sft_steps, seed), **m.held_out(True), "commit": commit}
+    if done is not None:
+        same_warm(seed, out["warm"], done["warm"])
     warm = m.snapshot()
     if after_arm is not None:
         after_arm(out)
@@ -267,7 +274,7 @@ def run_seed(
             out[arm] = {"run": {**_run_figures(h), "exact_last5": h.last("exact_match", 5)}, **m.held_out(True)}
             if arm == "grpo_judge":
                 out[arm]["judge_reward_last5"] = h.last("reward", 5)
-        out[arm]["arm_seconds"] = time.perf_counter() - start
+        out[arm].update(arm_seconds=time.perf_counter() - start, commit=commit)
         if after_arm is not None:
             after_arm(out)
     return out
@@ -324,29 +331,47 @@ def self_training_part(
     save: bool = False,
     key: str | None = None,
     device: str | None = None,
+    resume: dict[str, Any] | None = None,
 ) -> dict[str, bool]:
-    """Every arm for every seed into ``record.figures`` (or its ``key`` entry), saved after each seed when ``save``;
-    prints the table and returns the targets."""
+    """Every arm for every seed into ``record.figures`` (or its ``key`` entry), saved after each arm when ``save``;
+    prints the table and returns the targets.
+
+    ``resume``: an earlier record of this part (as saved, measured with the same kind, recipe, budgets and mode): its
+    runs are kept, only the arms they lack run (each from the same warm start, checked), and its provenance is kept
+    in ``figures["earlier"]`` (``minirl.bench.resume``)."""
     kind = model_kind(SMOLLM2_ALIAS, device)
     budgets = QUICK_BUDGETS if quick else BUDGETS
     recipe = reasoning_recipe(kind)
     recipe = quick_recipe(recipe) if quick else recipe
     settings = {"kind": kind, "recipe": dataclasses.asdict(recipe), "budgets": budgets, "quick": quick}
-    seeds, figures = part_figures(record, seeds, key, **settings, arms=list(arms))
-    runs: list[dict[str, Any]] = []
+    seeds, figures = part_figures(record, seeds, key, **settings)
+    runs, earlier = resumed(resume, figures)
     figures["runs"] = runs
+    if earlier:
+        figures["earlier"] = earlier
+
+    def keep(out: dict[str, Any]) -> None:
+        merge_seed(runs, out)
+        _index(record, figures)
+        if save:
+            record.save()
+
     for seed in seeds:
-        runs.append({"seed": seed})
-
-        def keep(out: dict[str, Any]) -> None:
-            runs[-1] = out
-            figures["summary"] = summarize(runs)
-            if save:
-                record.save()
-
-        run_seed(seed, arms, budgets, device, progress=not quick, quick=quick, after_arm=keep)
+        done = next((r for r in runs if r["seed"] == seed), None)
+        todo = [a for a in arms if done is None or a not in done]
+        if todo:
+            run_seed(seed, todo, budgets, device, progress=not quick, quick=quick, after_arm=keep, done=done)
+    _index(record, figures)
     _report(runs, figures["summary"])
     return check_targets(runs)
+
+
+def _index(record: Record, figures: dict[str, Any]) -> None:
+    """The seeds and arms ``figures["runs"]`` hold (a stopped or resumed run says what it measured), and the summary."""
+    runs = figures["runs"]
+    figures.update(seeds=[r["seed"] for r in runs], arms=[a for a in ARMS if any(a in r for r in runs)])
+    figures["summary"] = summarize(runs)
+    record.seeds = figures["seeds"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -355,9 +380,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arms", nargs="+", default=list(ARMS), choices=ARMS, help="the arms to run (default all)")
     parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
     parser.add_argument("--save", nargs="?", const="bench_self_training", default=None, metavar="NAME")
+    parser.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue the record saved under --save's name: keep its arms, run only those it lacks",
+    )
     args = parser.parse_args(argv)
-    record = Record(args.save or "bench_self_training", seeds=args.seeds)
-    targets = self_training_part(record, args.seeds, args.arms, args.quick, args.save is not None)
+    name = args.save or "bench_self_training"
+    stored = stored_record(name, args.resume, args.save)
+    record = Record(name, seeds=args.seeds)
+    targets = self_training_part(record, args.seeds, args.arms, args.quick, args.save is not None, resume=stored)
     return finish(record, targets, args.save, args.quick)
 
 
