@@ -156,3 +156,57 @@ def test_resuming_a_comparison_of_other_budgets_or_without_save_is_refused(tmp_p
         st.main(["--seeds", "0", "--arms", "imitate", "--save", "bench_st_fake", "--resume"])
     with pytest.raises(ValueError, match=r"resume: give --save too"):
         st.main(["--seeds", "0", "--resume"])
+
+
+def test_the_report_tabulates_each_seed_and_the_mean_with_a_second_commands_arms(monkeypatch):
+    """Seeds 0-2 in the main record, seed 0's GRPO in a second command's: one row per arm with every seed, the mean
+    ± std over the seeds that have the arm, and the arm a seed lacks marked."""
+    from minirl.report import self_training as rs
+
+    def record(runs, arms):
+        recipe = {"sft_steps": 20, "steps": 40, "prompts_per_step": 4, "group_size": 8, "temperature": 1.3}
+        recipe.update(sft_prompts_per_step=16, eval_prompts=100)
+        return {
+            "command": "python -m minirl.bench.self_training",
+            "file": "bench_self_training.json",
+            "name": "bench_self_training",
+            "commit": "c" * 40,
+            "date": "2026-11-28T00:00:00+00:00",
+            "machine": {"cpu": "Xeon", "cores": 2, "gpu": None},
+            "figures": {"recipe": recipe, "budgets": {"noise": 0.3}, "arms": arms, "runs": runs},
+        }
+
+    def arm(sum4, seconds=600.0):
+        return {"sum4": sum4, "sum3": 0.9, "steps": 40, "seconds": seconds}
+
+    main = record(
+        [{"seed": s, "warm": {"sum4": 0.3}, "imitate": arm(0.9 + s / 100)} for s in (0, 1, 2)] + [],
+        ["imitate", "grpo"],
+    )
+    for s in (1, 2):
+        main["figures"]["runs"][s]["grpo"] = arm(0.8 + s / 10)
+    extra = record([{"seed": 0, "warm": {"sum4": 0.3}, "grpo": arm(0.8)}], ["grpo"])
+    records = {"bench_self_training": main, "bench_self_training_cpu_arms": extra}
+    monkeypatch.setattr(rs, "_load", lambda name: records.get(name))
+    text = rs.self_training()
+    header = "| arm (from the warm start) | 4 numbers, seed 0 | 4 numbers, seed 1 | 4 numbers, seed 2 | mean ± std |"
+    assert header in text
+    assert "| imitation: worked 4-number solutions | 90% | 91% | 92% | 91% ± 1 | 90% | 40 | 10.0 min |" in text
+    assert "| GRPO (the verifier's reward) | 80% | 90% | 100% | 90% ± 10 | 90% | 40 | 10.0 min |" in text
+    assert "grpo of seed 0: a second command, from its own warm start (30% on 4-number sums)." in text
+    # README's headline row: the CPU's three seeds, once imitation, expert iteration and GRPO each have three
+    from minirl.report import headline as hl
+
+    monkeypatch.setattr(hl, "_load", lambda name: records.get(name))
+    assert hl._headline_self_training_cpu() is None  # no expert iteration yet: the GPU's row stays
+    for s in (0, 1, 2):
+        main["figures"]["runs"][s]["expert_iteration"] = arm(0.7)
+    what, result, used, _ = hl._headline_self_training_cpu()
+    assert what.endswith("one budget from one warm start (3 seeds)") and used == [main, extra]
+    assert result == (
+        "4-number sums after 40 steps from 30% ± 0: imitation of worked solutions 91% ± 1, "
+        "expert iteration 70% ± 0, GRPO 90% ± 10"
+    )
+    del main["figures"]["runs"][2]["grpo"]  # seed 2 has no GRPO yet
+    assert "| GRPO (the verifier's reward) | 80% | 90% | — | 85% ± 7 (2 seeds) |" in rs.self_training()
+    assert hl._headline_self_training_cpu() is None

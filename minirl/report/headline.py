@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from minirl.bench import spread
 from minirl.report._format import _load, _seconds, pct, pm, table
 from minirl.report.lm import SMOLLM2_WORDS, _lm
 from minirl.report.reasoning import WARM_3
@@ -132,7 +133,33 @@ def _headline_reasoning_gpu() -> Row | str:
     )
 
 
+def _headline_self_training_cpu() -> Row | None:
+    """The comparison on 2 CPU cores, once imitation, expert iteration and GRPO hold at least three seeds."""
+    from minirl.report.self_training import _merged_runs
+
+    data = _load("bench_self_training")
+    if data is None:
+        return None
+    extra = _load("bench_self_training_cpu_arms")
+    runs = _merged_runs(data, extra)
+    arms = {"imitate": "imitation of worked solutions", "expert_iteration": "expert iteration", "grpo": "GRPO"}
+    if any(sum(arm in r for r in runs) < 3 for arm in arms):
+        return None
+    parts = [f"{label} {pm(spread([r[arm]['sum4'] for r in runs if arm in r]), 0)}" for arm, label in arms.items()]
+    warm = spread([r["warm"]["sum4"] for r in runs])
+    steps = data["figures"]["recipe"]["steps"]
+    return (
+        f"What RL adds beyond imitation: notebook 10's task, one budget from one warm start ({len(runs)} seeds)",
+        f"4-number sums after {steps} steps from {pm(warm, 0)}: " + ", ".join(parts),
+        [data, *([extra] if extra is not None else [])],
+        "[Learning from your own samples](RESULTS.md#learning-from-your-own-samples-notebook-11)",
+    )
+
+
 def _headline_self_training() -> Row | str:
+    cpu = _headline_self_training_cpu()
+    if cpu is not None:
+        return cpu
     data = _load("bench_self_training_gpu")
     if data is None:
         return "python -m minirl.bench.self_training --seeds 0 1 2 --save"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from minirl.bench import spread
 from minirl.report._format import _load, _seconds, missing, pct, provenance, table
 
 ARM_LABELS = {
@@ -23,7 +24,17 @@ ARM_LABELS = {
 NS = (1, 2, 4, 8, 16, 32, 64)
 
 
-def _arm_rows(runs: list[dict[str, Any]], budgets: dict[str, Any]) -> list[list[str]]:
+def _arm_rows(runs: list[dict[str, Any]], budgets: dict[str, Any]) -> tuple[list[str], list[list[str]]]:
+    """The comparison's header and rows: each arm's held-out 4-number accuracy per seed (— where a seed lacks the
+    arm), their mean ± std over the seeds that have it, the 3-number mean, the steps and the mean time of an arm."""
+    seeds = [r["seed"] for r in runs]
+    several = len(seeds) > 1
+    header = ["arm (from the warm start)", *(f"4 numbers, seed {s}" for s in seeds)]
+    header += (
+        ["mean ± std", "3-number sums (mean)", "steps", "time (mean)"]
+        if several
+        else ["3-number sums", "steps", "time"]
+    )
     rows = []
     for arm, label in ARM_LABELS.items():
         cells = [r[arm] for r in runs if arm in r]
@@ -31,16 +42,17 @@ def _arm_rows(runs: list[dict[str, Any]], budgets: dict[str, Any]) -> list[list[
             continue
         steps = cells[0].get("steps") or cells[0].get("run", {}).get("steps")
         seconds = [c.get("seconds") or c.get("run", {}).get("train_seconds") for c in cells]
-        rows.append(
-            [
-                label.format(**budgets),
-                ", ".join(pct(c["sum4"], 0) for c in cells),
-                ", ".join(pct(c["sum3"], 0) for c in cells),
-                str(steps),
-                ", ".join(_seconds(s) for s in seconds),
-            ]
-        )
-    return rows
+        four = [pct(r[arm]["sum4"], 0) if arm in r else "—" for r in runs]
+        mean3 = spread([c["sum3"] for c in cells])["mean"]
+        row = [label.format(**budgets), *four]
+        if several:
+            s4 = spread([c["sum4"] for c in cells])
+            of = "" if len(cells) == len(runs) else f" ({len(cells)} seeds)"
+            row.append(f"{pct(s4['mean'], 0)} ± {100 * s4['std']:.0f}{of}")
+        timed = [t for t in seconds if t is not None]
+        row += [pct(mean3, 0), str(steps), _seconds(sum(timed) / len(timed)) if timed else "—"]
+        rows.append(row)
+    return header, rows
 
 
 def _best_of_n(run: dict[str, Any]) -> list[str]:
@@ -112,7 +124,7 @@ def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> li
         + ", ".join(f"seed {r['seed']} {pct(r['warm']['sum4'], 0)}" for r in runs if "warm" in r)
         + " on 4-number sums)"
     )
-    rows = _arm_rows(runs, budgets)
+    header, rows = _arm_rows(runs, budgets)
     if not rows:  # only best-of-N measured: no training arm to tabulate
         lines = [f"From {warm}: no training arm measured (the command ran {', '.join(f['arms'])})."]
     else:
@@ -122,7 +134,7 @@ def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> li
             f"{recipe['temperature']:g} and the imitation arms take {recipe['sft_prompts_per_step']} demonstrations "
             f"a step. Held-out greedy accuracy on {recipe['eval_prompts']} problems, seed(s) {seeds}:",
             "",
-            table(["arm (from the warm start)", "4-number sums", "3-number sums", "steps", "time"], rows),
+            table(header, rows),
         ]
     not_run = [a for a in f["arms"] if a != "best_of_n" and not any(a in r for r in runs)]
     if not_run:
@@ -132,10 +144,12 @@ def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> li
         ]
     if extra is not None:
         names = [a for a in extra["figures"]["arms"] if a in ARM_LABELS]
-        warm = extra["figures"]["runs"][0].get("warm", {}).get("sum4")
+        first = extra["figures"]["runs"][0]
+        warm = first.get("warm", {}).get("sum4")
         lines += [
             "",
-            f"{', '.join(names)}: a second command, from its own warm start ({pct(warm, 0)} on 4-number sums).",
+            f"{', '.join(names)} of seed {first['seed']}: a second command, from its own warm start "
+            f"({pct(warm, 0)} on 4-number sums).",
         ]
     lines += _judge_lines(runs)
     with_bon = [dict(r, bon_prompts=budgets["bon_prompts"]) for r in runs if "best_of_n" in r]
