@@ -50,7 +50,7 @@ from tqdm.auto import tqdm
 
 from minirl.bench import finish, part_figures
 from minirl.bench.reasoning_summary import REPORT_ROWS, SUMMARY_PATHS, _report, check_targets, nested, summarize
-from minirl.bench.resume import merge_seed, resumed, same_warm, stored_record
+from minirl.bench.resume import keeper, resumed, run_missing, same_warm, stored_record
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, model_kind, reasoning_recipe, sft_warm_start
 from minirl.pass_at_k import sampled_correct_counts
@@ -339,17 +339,13 @@ def reasoning_part(
     if earlier:
         figures["earlier"] = earlier
 
-    def keep(out: dict[str, Any]) -> None:
-        merge_seed(runs, out, budgets=budgets)
-        _index(record, figures)
-        if save:
-            record.save()
-
-    for seed in seeds:
-        done = next((r for r in runs if r["seed"] == seed), None)
-        todo = [a for a in arms if done is None or a not in done]
-        if todo:
-            run_seed(seed, todo, budgets, device, not quick, quick, done=done, after_arm=keep)
+    keep = keeper(runs, lambda: _index(record, figures), record.save if save else None, budgets=budgets)
+    run_missing(
+        seeds,
+        arms,
+        runs,
+        lambda seed, todo, done: run_seed(seed, todo, budgets, device, not quick, quick, done=done, after_arm=keep),
+    )
     _index(record, figures)
     _report(runs, figures["summary"])
     return check_targets(figures["summary"])

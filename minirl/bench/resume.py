@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["PROVENANCE", "WARM_FIGURES", "merge_seed", "resumed", "same_warm", "stored_record"]
+__all__ = ["PROVENANCE", "WARM_FIGURES", "keeper", "merge_seed", "resumed", "run_missing", "same_warm", "stored_record"]
 
 PROVENANCE = ("command", "commit", "dirty", "date", "duration_s", "machine", "load")
 """What a resumed record keeps of each earlier invocation (``figures["earlier"]``)."""
@@ -87,3 +88,32 @@ def merge_seed(runs: list[dict[str, Any]], out: dict[str, Any], **extra: Any) ->
     else:
         runs.append(merged)
     runs.sort(key=lambda r: r["seed"])
+
+
+def keeper(runs: list[dict[str, Any]], index: Callable[[], None], save: Callable[[], Any] | None, **extra: Any):
+    """The ``after_arm`` of a part's ``run_seed``: merge the seed's figures so far into ``runs`` (``merge_seed``,
+    with ``extra``), re-index the part's figures and save the record (``save``, when saving): a stopped run keeps
+    what it measured."""
+
+    def keep(out: dict[str, Any]) -> None:
+        merge_seed(runs, out, **extra)
+        index()
+        if save is not None:
+            save()
+
+    return keep
+
+
+def run_missing(
+    seeds: Sequence[int],
+    arms: Sequence[str],
+    runs: list[dict[str, Any]],
+    run_seed: Callable[[int, list[str], dict[str, Any] | None], Any],
+) -> None:
+    """For each seed, ``run_seed(seed, todo, done)`` on the arms in ``arms`` that its stored figures (``done``, in
+    ``runs``; None for a new seed) lack; a seed that lacks none is not run at all."""
+    for seed in seeds:
+        done = next((r for r in runs if r["seed"] == seed), None)
+        todo = [a for a in arms if done is None or a not in done]
+        if todo:
+            run_seed(seed, todo, done)

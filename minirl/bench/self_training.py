@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 
 from minirl.bench import finish, part_figures, spread
 from minirl.bench.reasoning_rl import Arms, _run_figures, quick_recipe
-from minirl.bench.resume import merge_seed, resumed, same_warm, stored_record
+from minirl.bench.resume import keeper, resumed, run_missing, same_warm, stored_record
 from minirl.best_of_n import best_of_n_by_score, majority_at_k, majority_vote
 from minirl.lm.judge import Judge, JudgedTask, agreement
 from minirl.lm.models import SMOLLM2_ALIAS, load_policy
@@ -350,17 +350,15 @@ def self_training_part(
     if earlier:
         figures["earlier"] = earlier
 
-    def keep(out: dict[str, Any]) -> None:
-        merge_seed(runs, out)
-        _index(record, figures)
-        if save:
-            record.save()
-
-    for seed in seeds:
-        done = next((r for r in runs if r["seed"] == seed), None)
-        todo = [a for a in arms if done is None or a not in done]
-        if todo:
-            run_seed(seed, todo, budgets, device, progress=not quick, quick=quick, after_arm=keep, done=done)
+    keep = keeper(runs, lambda: _index(record, figures), record.save if save else None)
+    run_missing(
+        seeds,
+        arms,
+        runs,
+        lambda seed, todo, done: run_seed(
+            seed, todo, budgets, device, progress=not quick, quick=quick, after_arm=keep, done=done
+        ),
+    )
     _index(record, figures)
     _report(runs, figures["summary"])
     return check_targets(runs)
