@@ -194,6 +194,18 @@ def test_the_report_tabulates_each_seed_and_the_mean_with_a_second_commands_arms
     assert "| imitation: worked 4-number solutions | 90% | 91% | 92% | 91% ± 1 | 90% | 40 | 10.0 min |" in text
     assert "| GRPO (the verifier's reward) | 80% | 90% | 100% | 90% ± 10 | 90% | 40 | 10.0 min |" in text
     assert "grpo of seed 0: a second command, from its own warm start (30% on 4-number sums)." in text
+    # best-of-N on two seeds: the mean ± std at each N, and the judge's agreement on each seed
+    judge = {"yes_when_right": 0.0, "yes_when_wrong": 0.0, "agreement": 0.7}
+    for s, v in ((0, 0.4), (1, 0.6)):
+        curves = {key: [0.2, v] for key in ("verifier", "majority", "judge")}
+        bon = {"curves": curves, "judge": {**judge, "agreement": v}, "judge_mean_right": 0.3, "judge_mean_wrong": 0.2}
+        main["figures"]["runs"][s]["best_of_n"] = bon
+    main["figures"]["budgets"]["bon_prompts"] = 32
+    text = rs.self_training()
+    assert "(seed(s) 0, 1): N replies at T = 1 to each of the first 32 held-out problems" in text
+    assert "| the verifier (pass@N) | 20% ± 0 | 50% ± 14 |" in text  # 0.4 and 0.6: std 0.141
+    assert "seed 0: P(yes) ≥ 0.5 for 0% of the right replies and 0% of the wrong ones, agreement 40%" in text
+    assert "seed 1: P(yes) ≥ 0.5 for 0% of the right replies and 0% of the wrong ones, agreement 60%" in text
     # README's headline row: the CPU's three seeds, once imitation, expert iteration and GRPO each have three
     from minirl.report import headline as hl
 

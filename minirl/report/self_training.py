@@ -55,35 +55,49 @@ def _arm_rows(runs: list[dict[str, Any]], budgets: dict[str, Any]) -> tuple[list
     return header, rows
 
 
-def _best_of_n(run: dict[str, Any]) -> list[str]:
-    bon = run["best_of_n"]
-    curves, n = bon["curves"], len(bon["curves"]["verifier"])
+def _best_of_n(runs: list[dict[str, Any]], prompts: int) -> list[str]:
+    """Best-of-N's three curves at N = 1, 2, 4, … (each seed's value, or the mean ± std over several seeds), and the
+    judge's agreement with the verifier on each seed's replies."""
+    bons = [r["best_of_n"] for r in runs]
+    n = min(len(b["curves"]["verifier"]) for b in bons)
     ns = [k for k in NS if k <= n]
-    judge = bon["judge"]
+    several = len(bons) > 1
+
+    def cell(key: str, k: int) -> str:
+        values = [b["curves"][key][k - 1] for b in bons]
+        if not several:
+            return pct(values[0], 0)
+        s = spread(values)
+        return f"{pct(s['mean'], 0)} ± {100 * s['std']:.0f}"
+
     rows = [
-        [name, *(pct(curves[key][k - 1], 0) for k in ns)]
+        [name, *(cell(key, k) for k in ns)]
         for name, key in (
             ("the verifier (pass@N)", "verifier"),
             ("a majority vote", "majority"),
             ("the judge's highest P(yes)", "judge"),
         )
     ]
+    seeds = ", ".join(str(r["seed"]) for r in runs)
+    judges = []
+    for r, bon in zip(runs, bons):
+        judge = bon["judge"]
+        never = judge["yes_when_right"] == 0 and judge["yes_when_wrong"] == 0
+        judges.append(
+            f"seed {r['seed']}: P(yes) ≥ 0.5 for {pct(judge['yes_when_right'], 0)} of the right replies and "
+            f"{pct(judge['yes_when_wrong'], 0)} of the wrong ones, agreement {pct(judge['agreement'], 0)}"
+            + (" (it never says yes: that is the share of wrong replies)" if never else "")
+            + f", mean P(yes) {bon['judge_mean_right']:.2f} on right replies and {bon['judge_mean_wrong']:.2f} on "
+            "wrong ones"
+        )
     return [
-        f"Best-of-N from the warm start (seed {run['seed']}): N replies at T = 1 to each of the first "
-        f"{run['bon_prompts']} held-out problems, one kept by each selector; accuracy of the kept reply:",
+        f"Best-of-N from the warm start (seed(s) {seeds}): N replies at T = 1 to each of the first {prompts} held-out "
+        "problems, one kept by each selector; accuracy of the kept reply"
+        + (" (mean ± std over the seeds, in points):" if several else ":"),
         "",
         table(["chosen by", *(f"N = {k}" for k in ns)], rows),
         "",
-        f"The judge (SmolLM2 asked whether the reply is right) on those replies: P(yes) ≥ 0.5 for "
-        f"{pct(judge['yes_when_right'], 0)} of the right ones and {pct(judge['yes_when_wrong'], 0)} of the wrong "
-        f"ones; it agrees with the verifier on {pct(judge['agreement'], 0)} of them"
-        + (
-            " (it never says yes, so that is the share of wrong replies)"
-            if judge["yes_when_right"] == 0 and judge["yes_when_wrong"] == 0
-            else ""
-        )
-        + f". Its mean P(yes) is {bon['judge_mean_right']:.2f} on the right replies and "
-        f"{bon['judge_mean_wrong']:.2f} on the wrong ones.",
+        "The judge (SmolLM2 asked whether the reply is right) on those replies: " + "; ".join(judges) + ".",
     ]
 
 
@@ -152,9 +166,9 @@ def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> li
             f"({pct(warm, 0)} on 4-number sums).",
         ]
     lines += _judge_lines(runs)
-    with_bon = [dict(r, bon_prompts=budgets["bon_prompts"]) for r in runs if "best_of_n" in r]
+    with_bon = [r for r in runs if "best_of_n" in r]
     if with_bon:
-        lines += ["", *_best_of_n(with_bon[0])]
+        lines += ["", *_best_of_n(with_bon, budgets["bon_prompts"])]
     lines += ["", provenance(data)]
     if extra is not None:
         lines += ["", provenance(extra)]
