@@ -226,16 +226,21 @@ def _not_yet(runs: list[dict[str, Any]]) -> str:
     )
 
 
-def _sittings(data: dict[str, Any], runs: list[dict[str, Any]]) -> list[str]:
-    """A record measured in several sittings (``--resume``): each one's commit and date, and the commit of each arm."""
+def _sittings(data: dict[str, Any], runs: list[dict[str, Any]], names: Sequence[str] | None = None) -> list[str]:
+    """A record measured in several sittings (``--resume``): each one's commit and date, and the commit of each arm
+    (of ``names``: notebook 10's arms unless given; an arm measured before arms kept their commit says so)."""
     earlier = data["figures"].get("earlier", [])
     if not earlier:
         return []
-    from minirl.bench.reasoning_rl import ARMS
+    if names is None:
+        from minirl.bench.reasoning_rl import ARMS as names
 
     sittings = "; ".join(_sitting(e) for e in earlier)
     arms = "; ".join(
-        f"seed {r['seed']} {arm} at {str(r[arm].get('commit', '?'))[:7]}" for r in runs for arm in ARMS if arm in r
+        f"seed {r['seed']} {arm} at " + (str(r[arm]["commit"])[:7] if "commit" in r[arm] else "the first sitting")
+        for r in runs
+        for arm in names
+        if arm in r
     )
     return [
         f"Measured in {len(earlier) + 1} sittings with `--resume`: earlier ones at {sittings}; the last at "

@@ -10,6 +10,7 @@ from typing import Any
 
 from minirl.bench import spread
 from minirl.report._format import _load, _seconds, missing, pct, provenance, table
+from minirl.report.reasoning_bench import _sittings
 
 ARM_LABELS = {
     "imitate": "imitation: worked 4-number solutions",
@@ -169,7 +170,9 @@ def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> li
     with_bon = [r for r in runs if "best_of_n" in r]
     if with_bon:
         lines += ["", *_best_of_n(with_bon, budgets["bon_prompts"])]
-    lines += ["", provenance(data)]
+    from minirl.bench.self_training import ARMS
+
+    lines += ["", *_sittings(data, data["figures"]["runs"], ARMS), provenance(data)]
     if extra is not None:
         lines += ["", provenance(extra)]
     return lines
