@@ -50,7 +50,7 @@ from tqdm.auto import tqdm
 
 from minirl.bench import finish, part_figures
 from minirl.bench.reasoning_summary import REPORT_ROWS, SUMMARY_PATHS, _report, check_targets, nested, summarize
-from minirl.bench.resume import keeper, resumed, run_missing, same_warm, stored_record
+from minirl.bench.resume import index_runs, keeper, resumed, run_missing, same_warm, stored_record
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, model_kind, reasoning_recipe, sft_warm_start
 from minirl.pass_at_k import sampled_correct_counts
@@ -303,12 +303,8 @@ def measure_base(device: str | None = None, quick: bool = False) -> dict[str, fl
 
 
 def _index(record: Record, figures: dict[str, Any]) -> None:
-    """The seeds and arms ``figures["runs"]`` hold (a stopped or resumed run says what it measured), and the summary."""
-    runs = figures["runs"]
-    ran = {a for r in runs for a in ARMS if a in r}
-    figures.update(seeds=[r["seed"] for r in runs], arms=[a for a in ARMS if a in ran])
-    figures["summary"] = summarize(runs, figures["base"])
-    record.seeds = figures["seeds"]
+    """``index_runs`` for notebook 10's arms, summarised against the base model's figures."""
+    index_runs(record, figures, ARMS, lambda runs: summarize(runs, figures["base"]))
 
 
 def reasoning_part(

@@ -14,7 +14,17 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["PROVENANCE", "WARM_FIGURES", "keeper", "merge_seed", "resumed", "run_missing", "same_warm", "stored_record"]
+__all__ = [
+    "PROVENANCE",
+    "WARM_FIGURES",
+    "index_runs",
+    "keeper",
+    "merge_seed",
+    "resumed",
+    "run_missing",
+    "same_warm",
+    "stored_record",
+]
 
 PROVENANCE = ("command", "commit", "dirty", "date", "duration_s", "machine", "load")
 """What a resumed record keeps of each earlier invocation (``figures["earlier"]``)."""
@@ -117,3 +127,12 @@ def run_missing(
         todo = [a for a in arms if done is None or a not in done]
         if todo:
             run_seed(seed, todo, done)
+
+
+def index_runs(record: Any, figures: dict[str, Any], arms: Sequence[str], summary: Callable[[list], Any]) -> None:
+    """The seeds and arms (of ``arms``, in their order) that ``figures["runs"]`` hold, so a stopped or resumed run
+    says what it measured, and ``figures["summary"]`` as ``summary(runs)``; the record's seeds follow."""
+    runs = figures["runs"]
+    figures.update(seeds=[r["seed"] for r in runs], arms=[a for a in arms if any(a in r for r in runs)])
+    figures["summary"] = summary(runs)
+    record.seeds = figures["seeds"]

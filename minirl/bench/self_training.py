@@ -41,7 +41,7 @@ from tqdm.auto import tqdm
 
 from minirl.bench import finish, part_figures, spread
 from minirl.bench.reasoning_rl import Arms, _run_figures, quick_recipe
-from minirl.bench.resume import keeper, resumed, run_missing, same_warm, stored_record
+from minirl.bench.resume import index_runs, keeper, resumed, run_missing, same_warm, stored_record
 from minirl.best_of_n import best_of_n_by_score, majority_at_k, majority_vote
 from minirl.lm.judge import Judge, JudgedTask, agreement
 from minirl.lm.models import SMOLLM2_ALIAS, load_policy
@@ -365,11 +365,8 @@ def self_training_part(
 
 
 def _index(record: Record, figures: dict[str, Any]) -> None:
-    """The seeds and arms ``figures["runs"]`` hold (a stopped or resumed run says what it measured), and the summary."""
-    runs = figures["runs"]
-    figures.update(seeds=[r["seed"] for r in runs], arms=[a for a in ARMS if any(a in r for r in runs)])
-    figures["summary"] = summarize(runs)
-    record.seeds = figures["seeds"]
+    """``index_runs`` for this comparison's arms."""
+    index_runs(record, figures, ARMS, summarize)
 
 
 def main(argv: list[str] | None = None) -> int:
