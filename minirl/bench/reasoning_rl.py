@@ -50,7 +50,7 @@ from tqdm.auto import tqdm
 
 from minirl.bench import finish, part_figures
 from minirl.bench.reasoning_summary import REPORT_ROWS, SUMMARY_PATHS, _report, check_targets, nested, summarize
-from minirl.bench.resume import index_runs, keeper, resumed, run_missing, same_warm, stored_record
+from minirl.bench.resume import index_runs, keeper, resumed, run_missing, same_warm, side_by_side, stored_record
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, model_kind, reasoning_recipe, sft_warm_start
 from minirl.pass_at_k import sampled_correct_counts
@@ -366,6 +366,38 @@ def run_reasoning_benchmark(
     return finish(record, targets, save, quick, out)
 
 
+def combine_saved(names: Sequence[str], save: str) -> int:
+    """The records saved under ``names`` (one process a seed, run side by side: ``scripts/gpu_check.sh``) as one
+    record saved under ``save`` (``resume.side_by_side``), its summary and targets made again over every seed;
+    prints its table and the targets, and returns 0 when every target passed, else 1."""
+    import json
+
+    from minirl.results import results_path
+
+    records = [json.loads(results_path(name).read_text()) for name in names]
+    bases = {json.dumps(r["figures"]["base"], sort_keys=True) for r in records}
+    if len(bases) > 1:
+        raise ValueError(f"names: the records measured different base models ({sorted(bases)}): not one experiment")
+    data = side_by_side(records)
+    f = data["figures"]
+    f["arms"] = [a for a in ARMS if any(a in r for r in f["runs"])]
+    f["summary"] = summarize(f["runs"], f["base"])
+    f["targets"] = check_targets(f["summary"])
+    data["name"] = save
+    data["notes"] = (
+        f"Combined from {', '.join(names)} (run side by side, one process a seed) by "
+        f"`python -m minirl.bench.reasoning_rl --combine {' '.join(names)} --save {save}`."
+    )
+    path = results_path(save)
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"results: saved {path.name} (seeds {f['seeds']})")
+    _report(f["runs"], f["summary"])
+    failed = [name for name, ok in f["targets"].items() if not ok]
+    for name, ok in f["targets"].items():
+        print(f"  {'PASS' if ok else 'FAIL'}  {name}")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Notebook 10's runs over seeds (minirl.bench.reasoning_rl).")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="the seeds to run (default 0 1 2)")
@@ -377,7 +409,17 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="continue the record saved under --save's name: keep its arms, run only those it lacks",
     )
+    parser.add_argument(
+        "--combine",
+        nargs="+",
+        metavar="NAME",
+        help="run nothing: save the records of these names (other seeds, run side by side) as one, under --save",
+    )
     args = parser.parse_args(argv)
+    if args.combine:
+        if args.save is None:
+            parser.error("--combine: give --save too (the name of the combined record)")
+        return combine_saved(args.combine, args.save)
     return run_reasoning_benchmark(args.seeds, args.arms, args.quick, args.save, resume=args.resume)
 
 

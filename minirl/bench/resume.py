@@ -23,6 +23,7 @@ __all__ = [
     "resumed",
     "run_missing",
     "same_warm",
+    "side_by_side",
     "stored_record",
 ]
 
@@ -74,6 +75,35 @@ def resumed(stored: dict[str, Any] | None, figures: dict[str, Any]) -> tuple[lis
         )
     earlier = [*old.get("earlier", []), {k: stored.get(k) for k in PROVENANCE}]
     return list(old["runs"]), earlier
+
+
+def side_by_side(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One record from several records of one part, each of other seeds, measured at the same time (a process a
+    seed, side by side on one GPU): the first record (its dict as saved) with every record's runs, sorted by seed,
+    and the others' provenance in ``figures["side_by_side"]``. The caller re-makes the summary and the targets.
+
+    A ValueError when they were measured with other settings (``COMPARED``), share a seed, or were themselves
+    measured in several sittings (``figures["earlier"]``: resume the combined record instead)."""
+    if len(records) < 2:
+        raise ValueError(f"records: give two or more to combine, got {len(records)}")
+    first, *others = records
+    out = json.loads(json.dumps(first))
+    figures = out["figures"]
+    runs, side = list(figures["runs"]), []
+    for other in records:
+        if other["figures"].get("earlier"):
+            raise ValueError(f"records: {other.get('name')} was measured in several sittings; combine single ones")
+    for other in others:
+        theirs, earlier = resumed(other, figures)
+        shared = {r["seed"] for r in runs} & {r["seed"] for r in theirs}
+        if shared:
+            raise ValueError(f"records: {other.get('name')} measured seeds {sorted(shared)} again")
+        runs += theirs
+        side.append({"name": other.get("name"), "seeds": [r["seed"] for r in theirs], **earlier[-1]})
+    figures["runs"] = sorted(runs, key=lambda r: r["seed"])
+    figures["side_by_side"] = side
+    out["seeds"] = figures["seeds"] = [r["seed"] for r in figures["runs"]]
+    return out
 
 
 def same_warm(seed: int, now: dict[str, Any], stored: dict[str, Any]) -> None:
