@@ -261,7 +261,8 @@ def test_the_seeds_block_renders_a_record_of_the_benchmark_s_own_shape(monkeypat
     monkeypatch.setattr(reasoning_bench, "_load", lambda name: gpu if name == "bench_reasoning" else None)
     block = reasoning_bench.reasoning_seeds()
     assert (
-        "| + thinking GRPO on 4-number sums | 91% (40 steps) | 92% (40 steps) | 96% (40 steps) | 93% ± 3 (91–96) |"
+        "| + thinking GRPO on 4-number sums | 92% (40 steps) | 96% (40 steps) | 94% (40 steps) | 94% ± 2 (92–96) |"
         in (block)
     )
-    assert "seed 0: 13 of 14; seed 1: 16 of 16; seed 2: 13 of 13" in block
+    assert "seed 0: 10 of 10; seed 1: 13 of 13; seed 2: 12 of 12" in block
+    assert "seeds 0, 1, 2, one process a seed, side by side on the same GPU" in block

@@ -9,6 +9,7 @@ from typing import Any
 
 from minirl.report._format import _load, _seconds, missing, pct, pm, provenance, table
 from minirl.report.reasoning import _pass_ks
+from minirl.results import summary_line
 
 
 def _spread_cell(values: list[float]) -> str:
@@ -199,7 +200,7 @@ def reasoning_seeds() -> str:
     recipe = f["recipes"]["think"]  # reasoning_part keeps a recipe per form: "think" and "answer"
     return "\n".join(
         [
-            *_seeds_table(runs, seeds, rows, recipe, budgets),
+            *_seeds_table(runs, seeds, rows, recipe, budgets, _how_run(f)),
             *_thinking_over_seeds(runs, summary, budgets),
             "",
             *_sittings(data, runs),
@@ -262,10 +263,11 @@ def _sitting(e: Mapping[str, Any]) -> str:
     )
 
 
-def _seeds_table(runs, seeds, rows, recipe, budgets) -> list[str]:
-    """The table of notebook 10's arms over seeds, under the sentence that says how each arm ran."""
+def _seeds_table(runs, seeds, rows, recipe, budgets, how: str = "one command") -> list[str]:
+    """The table of notebook 10's arms over seeds, under the sentence that says how each arm ran (``how``: the
+    invocations, ``_how_run``)."""
     return [
-        f"Notebook 10's arms over seeds {', '.join(map(str, seeds))}, one command, every budget a number of steps "
+        f"Notebook 10's arms over seeds {', '.join(map(str, seeds))}, {how}, every budget a number of steps "
         f"(`reasoning_recipe`: GRPO {recipe['steps']} steps of {recipe['prompts_per_step']} prompts × "
         f"{recipe['group_size']} replies at a constant learning rate {recipe['learning_rate']:g}, after a warm "
         f"start of {recipe['sft_steps']} steps of {recipe['sft_prompts_per_step']} worked 3-number sums; the "
@@ -295,7 +297,7 @@ def reasoning_gpu_recipe() -> str:
     runs, summary, recipe = f["runs"], f["summary"], f["recipes"]["think"]
     lines = [
         f'The GPU reasoning recipe (`reasoning_recipe("pretrained-cuda")`) on one '
-        f"{data['machine'].get('gpu', 'GPU')}, seeds {', '.join(str(r['seed']) for r in runs)}, one command: a warm "
+        f"{data['machine'].get('gpu', 'GPU')}, seeds {', '.join(str(r['seed']) for r in runs)}, {_how_run(f)}: a warm "
         f"start of {recipe['sft_steps']} steps of {recipe['sft_prompts_per_step']} worked 3-number sums, then GRPO "
         f"on 4-number sums for {recipe['steps']} steps of {recipe['prompts_per_step']} prompts × "
         f"{recipe['group_size']} replies sampled at T = {recipe['temperature']:g}, a constant learning rate "
@@ -311,9 +313,24 @@ def reasoning_gpu_recipe() -> str:
         *_thinking_over_seeds(runs, summary, f["budgets"]),
         "",
         provenance(data),
+        *(_side_line(side) for side in f.get("side_by_side", [])),
     ]
     lines += _gpu_lab_lines()
     return "\n".join(lines)
+
+
+def _how_run(f: Mapping[str, Any]) -> str:
+    """One command for every seed (its sittings, if resumed, are named under the table), or one process a seed side
+    by side (``reasoning_rl --combine``)."""
+    if f.get("side_by_side"):
+        return "one process a seed, side by side on the same GPU (each wall time includes that sharing)"
+    return "one command"
+
+
+def _side_line(side: Mapping[str, Any]) -> str:
+    """Where a side-by-side process's seeds were measured (its provenance, as ``resume.side_by_side`` kept it)."""
+    seeds = ", ".join(str(s) for s in side.get("seeds", []))
+    return f"*Seed(s) {seeds} in their own process: {summary_line(side)}.*"
 
 
 def _gpu_lab_lines() -> list[str]:

@@ -1,8 +1,7 @@
 """RESULTS.md's and notebook 11's block on learning from your own samples (``minirl.bench.self_training``): each arm's
 held-out accuracy from the same warm start at a matched budget, best-of-N against N for three selectors, and the
 judge's agreement with the verifier; on 2 CPU cores (``bench_self_training``, with arms a second command measured in
-``bench_self_training_cpu_arms``) and on one GPU (``bench_self_training_gpu``, with its GRPO-on-the-judge arm in
-``bench_self_training_gpu_judge``)."""
+``bench_self_training_cpu_arms``) and on one GPU (``bench_self_training_gpu``)."""
 
 from __future__ import annotations
 
@@ -197,6 +196,6 @@ def self_training() -> str:
             "",
             f"On one {gpu['machine'].get('gpu', 'GPU')}:",
             "",
-            *_one_record(gpu, _load("bench_self_training_gpu_judge")),
+            *_one_record(gpu),
         ]
     return "\n".join(lines)
