@@ -222,3 +222,13 @@ def test_the_report_tabulates_each_seed_and_the_mean_with_a_second_commands_arms
     del main["figures"]["runs"][2]["grpo"]  # seed 2 has no GRPO yet
     assert "| GRPO (the verifier's reward) | 80% | 90% | — | 85% ± 7 (2 seeds) |" in rs.self_training()
     assert hl._headline_self_training_cpu() is None
+    del main["figures"]["runs"][1]["grpo"]
+    assert "| GRPO (the verifier's reward) | 80% | — | — | 80% ± 0 (1 seed) |" in rs.self_training()
+    # GRPO on the judge: each seed's judge reward beside the verifier's accuracy of the same samples
+    for s, (reward, exact) in ((0, (0.37, 0.0)), (2, (0.41, 0.05))):
+        run = {"exact_last5": exact}
+        main["figures"]["runs"][s]["grpo_judge"] = {**arm(0.0), "judge_reward_last5": reward, "run": run}
+    main["figures"]["runs"][0]["grpo_judge"]["examples"] = ["<think>6 + 0 = 6.</think> 8"]
+    text = rs.self_training()
+    assert "verifier's accuracy of the same samples: seed 0: 0.37 and 0%; seed 2: 0.41 and 5%;" in text
+    assert "greedy replies after seed 0's run: `'<think>6 + 0 = 6.</think> 8'`" in text

@@ -47,7 +47,7 @@ def _arm_rows(runs: list[dict[str, Any]], budgets: dict[str, Any]) -> tuple[list
         row = [label.format(**budgets), *four]
         if several:
             s4 = spread([c["sum4"] for c in cells])
-            of = "" if len(cells) == len(runs) else f" ({len(cells)} seeds)"
+            of = "" if len(cells) == len(runs) else f" ({len(cells)} seed{'s' if len(cells) > 1 else ''})"
             row.append(f"{pct(s4['mean'], 0)} ± {100 * s4['std']:.0f}{of}")
         timed = [t for t in seconds if t is not None]
         row += [pct(mean3, 0), str(steps), _seconds(sum(timed) / len(timed)) if timed else "—"]
@@ -113,19 +113,23 @@ def _merged_runs(data: dict[str, Any], extra: dict[str, Any] | None) -> list[dic
 
 
 def _judge_lines(runs: list[dict[str, Any]]) -> list[str]:
-    """GRPO paid by the judge: its reward against the verifier's accuracy, and the replies it learned."""
-    lines: list[str] = []
+    """GRPO paid by the judge, per seed: its reward against the verifier's accuracy of the same samples, and the
+    replies the first seed's run learned."""
     judge_runs = [r for r in runs if "grpo_judge" in r]
-    if judge_runs:
-        r = judge_runs[0]["grpo_judge"]
-        lines += [
-            "",
-            f"GRPO on the judge: its reward (the judge's mean P(yes)) over the last 5 steps "
-            f"{r['judge_reward_last5']:.2f}, the verifier's accuracy of the same samples "
-            f"{pct(r['run']['exact_last5'], 0)}; greedy replies after it: "
-            + "; ".join(f"`{e!r}`" for e in r.get("examples", [])[:2]),
-        ]
-    return lines
+    if not judge_runs:
+        return []
+    cells = "; ".join(
+        f"seed {r['seed']}: {r['grpo_judge']['judge_reward_last5']:.2f} and "
+        f"{pct(r['grpo_judge']['run']['exact_last5'], 0)}"
+        for r in judge_runs
+    )
+    first = judge_runs[0]
+    return [
+        "",
+        "GRPO on the judge: its reward (the judge's mean P(yes)) over the last 5 steps, and the verifier's accuracy "
+        f"of the same samples: {cells}; greedy replies after seed {first['seed']}'s run: "
+        + "; ".join(f"`{e!r}`" for e in first["grpo_judge"].get("examples", [])[:2]),
+    ]
 
 
 def _one_record(data: dict[str, Any], extra: dict[str, Any] | None = None) -> list[str]:
