@@ -12,9 +12,11 @@ the same replies per step (the recipe's prompts × group), and every accuracy is
 - ``imitate_noisy``: the same, with ``noise`` of the demonstrations carrying a slip in their last addition (the
   total, and so the answer, off by 1 to 3): a demonstrator that is wrong that often.
 - ``expert_iteration``: the ``expert_iteration`` preset: each step samples the group, keeps the replies the
-  verifier accepts and imitates them (rejection sampling, one round per step), KL to the warm start.
+  verifier accepts and imitates them (rejection sampling, one round per step), with the recipe's KL term to the
+  warm start (the CPU recipe has none).
 - ``expert_iteration_round``: the same, with the KL's reference taken from the previous round (refreshed every
-  ``round`` steps) instead of the warm start.
+  ``round`` steps) instead of the warm start; where the recipe has no KL term this arm adds one (β = 0.02), or
+  the reference would change nothing.
 - ``online_dpo``: the ``online_dpo`` preset: the best and worst reply of each group as a DPO pair, the reference
   from the last round (every 5 steps).
 - ``grpo``: GRPO with the recipe (notebook 10's thinking arm).
