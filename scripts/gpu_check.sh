@@ -56,7 +56,8 @@ reasoning() {  # one process a seed, side by side, then one record of the three
   done
   for pid in "${pids[@]}"; do wait "$pid" || status=1; done
   python -m minirl.bench.reasoning_rl --combine bench_reasoning_gpu_s0 bench_reasoning_gpu_s1 bench_reasoning_gpu_s2 \
-    --save bench_reasoning_gpu || status=1
+    --save bench_reasoning_gpu || return 1
+  rm -f "${MINIRL_RESULTS:-results}"/bench_reasoning_gpu_s[012].json  # their provenance is in the combined record
   return "$status"
 }
 
