@@ -304,7 +304,7 @@ def measure_base(device: str | None = None, quick: bool = False) -> dict[str, fl
 
 def _index(record: Record, figures: dict[str, Any]) -> None:
     """``index_runs`` for notebook 10's arms, summarised against the base model's figures."""
-    index_runs(record, figures, ARMS, lambda runs: summarize(runs, figures["base"]))
+    record.seeds = index_runs(figures, ARMS, lambda runs: summarize(runs, figures["base"]))
 
 
 def reasoning_part(
@@ -373,6 +373,7 @@ def combine_saved(names: Sequence[str], save: str) -> int:
     import json
 
     from minirl.results import results_path
+    from minirl.utils import atomic_write
 
     records = [json.loads(results_path(name).read_text()) for name in names]
     bases = {json.dumps(r["figures"]["base"], sort_keys=True) for r in records}
@@ -380,8 +381,7 @@ def combine_saved(names: Sequence[str], save: str) -> int:
         raise ValueError(f"names: the records measured different base models ({sorted(bases)}): not one experiment")
     data = side_by_side(records)
     f = data["figures"]
-    f["arms"] = [a for a in ARMS if any(a in r for r in f["runs"])]
-    f["summary"] = summarize(f["runs"], f["base"])
+    data["seeds"] = index_runs(f, ARMS, lambda runs: summarize(runs, f["base"]))
     f["targets"] = check_targets(f["summary"])
     data["name"] = save
     data["notes"] = (
@@ -389,13 +389,12 @@ def combine_saved(names: Sequence[str], save: str) -> int:
         f"`python -m minirl.bench.reasoning_rl --combine {' '.join(names)} --save {save}`."
     )
     path = results_path(save)
-    path.write_text(json.dumps(data, indent=1) + "\n")
+    atomic_write(path, lambda tmp: tmp.write_text(json.dumps(data, indent=1) + "\n"))
     print(f"results: saved {path.name} (seeds {f['seeds']})")
     _report(f["runs"], f["summary"])
-    failed = [name for name, ok in f["targets"].items() if not ok]
     for name, ok in f["targets"].items():
         print(f"  {'PASS' if ok else 'FAIL'}  {name}")
-    return 1 if failed else 0
+    return 0 if all(f["targets"].values()) else 1
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -80,7 +80,8 @@ def resumed(stored: dict[str, Any] | None, figures: dict[str, Any]) -> tuple[lis
 def side_by_side(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
     """One record from several records of one part, each of other seeds, measured at the same time (a process a
     seed, side by side on one GPU): the first record (its dict as saved) with every record's runs, sorted by seed,
-    and the others' provenance in ``figures["side_by_side"]``. The caller re-makes the summary and the targets.
+    and the others' provenance in ``figures["side_by_side"]``. The caller indexes the runs again (``index_runs``:
+    seeds, arms, summary) and re-makes the targets.
 
     A ValueError when they were measured with other settings (``COMPARED``), share a seed, or were themselves
     measured in several sittings (``figures["earlier"]``: resume the combined record instead)."""
@@ -102,7 +103,6 @@ def side_by_side(records: Sequence[dict[str, Any]]) -> dict[str, Any]:
         side.append({"name": other.get("name"), "seeds": [r["seed"] for r in theirs], **earlier[-1]})
     figures["runs"] = sorted(runs, key=lambda r: r["seed"])
     figures["side_by_side"] = side
-    out["seeds"] = figures["seeds"] = [r["seed"] for r in figures["runs"]]
     return out
 
 
@@ -159,10 +159,11 @@ def run_missing(
             run_seed(seed, todo, done)
 
 
-def index_runs(record: Any, figures: dict[str, Any], arms: Sequence[str], summary: Callable[[list], Any]) -> None:
-    """The seeds and arms (of ``arms``, in their order) that ``figures["runs"]`` hold, so a stopped or resumed run
-    says what it measured, and ``figures["summary"]`` as ``summary(runs)``; the record's seeds follow."""
+def index_runs(figures: dict[str, Any], arms: Sequence[str], summary: Callable[[list], Any]) -> list[int]:
+    """The seeds and arms (of ``arms``, in their order) that ``figures["runs"]`` hold, so a stopped, resumed or
+    combined run says what it measured, and ``figures["summary"]`` as ``summary(runs)``; returns the seeds (the
+    record's own follow them)."""
     runs = figures["runs"]
     figures.update(seeds=[r["seed"] for r in runs], arms=[a for a in arms if any(a in r for r in runs)])
     figures["summary"] = summary(runs)
-    record.seeds = figures["seeds"]
+    return figures["seeds"]

@@ -368,7 +368,7 @@ def self_training_part(
 
 def _index(record: Record, figures: dict[str, Any]) -> None:
     """``index_runs`` for this comparison's arms."""
-    index_runs(record, figures, ARMS, summarize)
+    record.seeds = index_runs(figures, ARMS, summarize)
 
 
 def main(argv: list[str] | None = None) -> int:
