@@ -195,6 +195,28 @@ def test_time_note_says_what_it_lacks_and_never_raises(tmp_path, monkeypatch, ca
     assert this_machine_at_100_gflops == []  # nothing to scale: this machine is not calibrated
 
 
+def test_time_note_reads_a_nested_figure_by_a_dotted_key(tmp_path, monkeypatch, capsys, this_machine_at_100_gflops):
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    monkeypatch.setenv("MINIRL_FAST", "0")
+    data = _fake_record(200.0)
+    data["figures"]["arms"] = {"grpo": {"arm_seconds": 300.0}, "dpo": {"arm_seconds": "n/a"}}
+    (tmp_path / "nested.json").write_text(json.dumps(data))
+    time_note("nested", "arms.grpo.arm_seconds", "GRPO")
+    time_note("nested", "arms.dpo.arm_seconds", "DPO")  # not a number
+    time_note("nested", "arms.grpo.arm_seconds.more", "Deeper")  # past a number
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == (
+        "GRPO: 5.0 min in full mode on the record's machine (2 CPU cores, 200 GFLOP/s on 2 threads); this machine: "
+        "100 GFLOP/s on 2 threads, so expect about 10 min."
+    )
+    assert lines[1:] == [
+        "DPO: results/nested.json has no time in seconds under figures['arms.dpo.arm_seconds'], so no full-mode time "
+        "to quote.",
+        "Deeper: results/nested.json has no time in seconds under figures['arms.grpo.arm_seconds.more'], so no "
+        "full-mode time to quote.",
+    ]
+
+
 def test_local_calibration_runs_once_per_thread_count_and_restores_the_threads(monkeypatch):
     monkeypatch.setattr(minirl.results.speed, "_LOCAL_CALIBRATIONS", {})
     calls = []

@@ -153,8 +153,14 @@ def expected_time(seconds: float, record: Mapping[str, Any], here: Mapping[str, 
 
 
 def _recorded_seconds(data: Mapping[str, Any], key: str | None) -> float | None:
-    """``figures[key]`` (``duration_s`` when ``key`` is None) when it is a time in seconds, else None."""
-    value = data.get("duration_s") if key is None else (data.get("figures") or {}).get(key)
+    """``figures[key]`` (``duration_s`` when ``key`` is None) when it is a time in seconds, else None. A dotted
+    ``key`` reaches into nested figures: ``"arms.grpo.arm_seconds"`` is ``figures["arms"]["grpo"]["arm_seconds"]``."""
+    if key is None:
+        value = data.get("duration_s")
+    else:
+        value = data.get("figures") or {}
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, Mapping) else None
     return value if _number(value) and value >= 0 else None
 
 
@@ -166,7 +172,8 @@ def time_note(name: str, key: str | None, what: str) -> None:
 
     prints (say) ``The next cell trains GRPO: 9.8 min in full mode on the record's machine (2 CPU cores, 230 GFLOP/s on
     2 threads); this machine: 115 GFLOP/s on 2 threads, so expect about 20 min.`` The time is
-    ``figures[key]`` (the record's ``duration_s`` when ``key`` is None), scaled by ``expected_time`` (this
+    ``figures[key]`` (the record's ``duration_s`` when ``key`` is None; a dotted key reaches into nested
+    figures), scaled by ``expected_time`` (this
     machine is calibrated once per process, about ``CALIBRATION_SECONDS``). Under fast mode (``MINIRL_FAST=1``)
     the line says so. A record without a calibration, a GPU record, a missing figure or a missing record is said
     in the line; it never raises for them. The line depends on the machine: never in a cell whose output is
