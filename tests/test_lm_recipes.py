@@ -347,6 +347,21 @@ def test_notebook_10s_full_record_was_measured_with_the_recipe_and_budgets():
     assert notebook["kl_coef"] == cpu.kl_coef
 
 
+def test_notebook_11s_full_record_was_measured_with_the_recipe_and_budgets():
+    """Notebook 11's full-mode record (its banner, time notes and RESULTS.md's notebook times) comes from the current
+    recipe and budgets: every arm trained the recipe's GRPO steps, best-of-N went to the budget's N."""
+    from minirl.bench.self_training import ARMS, BUDGETS
+
+    notebook = _reasoning_record("notebook_11_full_cpu")
+    assert set(notebook["arms"]) == set(ARMS) - {"best_of_n", "expert_iteration_round"}  # the round arm: benchmark only
+    assert {arm: a["steps"] for arm, a in notebook["arms"].items()} == dict.fromkeys(
+        notebook["arms"], reasoning_recipe("pretrained").steps
+    )
+    assert {name: len(curve) for name, curve in notebook["bon"].items()} == dict.fromkeys(
+        ("verifier", "majority", "judge"), BUDGETS["bon_samples"]
+    )
+
+
 def test_the_lever_runs_used_the_recipes_knobs():
     """The exploration runs in RESULTS.md's levers table trained with the CPU recipe's warm start and GRPO knobs (only
     the prompt, the seed, the warm start's problems, prompts × group and GRPO's sampling temperature varied, each
