@@ -95,3 +95,29 @@ def test_a_quick_run_measures_every_stage_from_every_cell(tmp_path, monkeypatch,
     assert run["warm"]["noise_gap_95"] > 0.5  # one walk a cell: a uniform walker strays far
     assert "You walk through a maze" in run["prompt"]
     assert "The text maze, SmolLM2" in capsys.readouterr().out
+
+
+def test_success_rates_sample_whole_cells_at_most_walks_per_call_at_a_time(monkeypatch):
+    """A success rate over many walks is sampled in calls of whole cells, never more than ``walks_per_call`` walks at
+    once (their KV caches must fit in memory), and still counts every walk of every cell."""
+    import minirl.bench.agents as agents
+    from minirl.lm import make_tiny_lm
+    from toy_envs.maze_text import TextMazeTask
+
+    calls = []
+    real = agents.sample_rollout
+
+    def counted(policy, task, prompts, group_size, **kw):
+        calls.append(len(prompts) * group_size)
+        return real(policy, task, prompts, group_size, **kw)
+
+    monkeypatch.setattr(agents, "sample_rollout", counted)
+    task, policy = TextMazeTask(), make_tiny_lm(seed=0, max_new_tokens=2)
+    cells = agents._cells(policy, task, samples=3, seed=0, walks_per_call=7)  # 2 cells (6 walks) a call
+    assert calls == [6, 6, 6, 6, 6]  # 10 cells
+    assert set(cells["sampled"]) == {str(c) for c in task.start_cells}
+    # 3 walks a cell: a rate is k/3 (float32 means of 3 booleans, within float32's rounding)
+    assert all(min(abs(rate - k / 3) for k in range(4)) < 1e-6 for rate in cells["sampled"].values())
+    calls.clear()
+    agents._cells(policy, task, samples=3, seed=0)  # None: every walk at once
+    assert calls == [30]

@@ -65,6 +65,7 @@ BUDGETS: dict[str, Any] = {
     "rollout_group": 8,
     "warm_samples": 128,  # after the warm start: enough walks that a uniform walker strays < 0.11 (``noise_gap``)
     "value_fit_steps": 10,  # batches of the recipe's size the critic is fitted on before RL
+    "walks_per_call": 320,  # walks sampled at once for a success rate (memory: the KV caches of the walks)
 }
 QUICK_BUDGETS: dict[str, Any] = {
     "samples": 1,
@@ -72,6 +73,7 @@ QUICK_BUDGETS: dict[str, Any] = {
     "rollout_group": 2,
     "warm_samples": 1,
     "value_fit_steps": 1,
+    "walks_per_call": 320,
 }
 ALGOS = ("grpo", "ppo")
 
@@ -97,14 +99,21 @@ def _by_cell(task: TextMazeTask, rates: torch.Tensor) -> dict[str, float]:
     return {str(c): float(r) for c, r in zip(task.start_cells, rates)}
 
 
-def _cells(policy, task: TextMazeTask, samples: int, seed: int) -> dict[str, Any]:
-    """Greedy and sampled success per start cell, and the share of sampled replies that were a move."""
+def _cells(policy, task: TextMazeTask, samples: int, seed: int, walks_per_call: int | None = None) -> dict[str, Any]:
+    """Greedy and sampled success per start cell, and the share of sampled replies that were a move.
+
+    ``walks_per_call``: at most this many walks are sampled at once (whole cells: the KV caches of every walk in a
+    call, every layer's keys and values of every token, must fit in memory), None: every walk in one call."""
     prompts = task.eval_prompts(len(task.start_cells))
     gen = torch.Generator().manual_seed(seed)
     greedy = success_by_prompt(policy, task, prompts, 0)
-    rollout = sample_rollout(policy, task, prompts, samples, temperature=1.0, generator=gen)
-    sampled = task.is_correct(prompts, rollout.answers).float().mean(dim=1)
-    episodes = [e for group in rollout.answers for e in group]
+    cells_per_call = len(prompts) if walks_per_call is None else max(1, walks_per_call // samples)
+    answers = []
+    for i in range(0, len(prompts), cells_per_call):
+        chunk = prompts[i : i + cells_per_call]
+        answers += sample_rollout(policy, task, chunk, samples, temperature=1.0, generator=gen).answers
+    sampled = task.is_correct(prompts, answers).float().mean(dim=1)
+    episodes = [e for group in answers for e in group]
     replies = sum(e.turns for e in episodes)
     return {
         "greedy": _by_cell(task, greedy),
@@ -157,7 +166,8 @@ def maze_seed(
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
     out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]))
     start = time.perf_counter()
-    out["base"] = {**_cells(policy, task, budgets["samples"], seed), "seconds": time.perf_counter() - start}
+    per_call = budgets["walks_per_call"]
+    out["base"] = {**_cells(policy, task, budgets["samples"], seed, per_call), "seconds": time.perf_counter() - start}
     saved()
     out["rollout"] = _timed_rollout(policy, task, budgets, seed)
     saved()
@@ -165,7 +175,7 @@ def maze_seed(
     history = recipe.warm_start(policy, task, seed=seed, progress=not quick)
     warm_seconds = time.perf_counter() - start
     exact = uniform_success(task.maze)
-    warm = _cells(policy, task, budgets["warm_samples"], seed)
+    warm = _cells(policy, task, budgets["warm_samples"], seed, per_call)
     gaps = [abs(warm["sampled"][str(c)] - float(exact[c])) for c in task.start_cells]
     out["warm"] = {
         **warm,
@@ -185,7 +195,7 @@ def maze_seed(
         config = recipe.train_config(task, algo=recipe.algorithm(algo), seed=seed, progress=not quick)
         policy, run = train(config, policy)
         out[algo] = {
-            **_cells(policy, task, budgets["samples"], seed),
+            **_cells(policy, task, budgets["samples"], seed, per_call),
             "run": {**history_figures(run), "format_last5": run.last("format_rate", 5)},
             "step_to_90": _first_step(run, 0.9),
         }
