@@ -118,7 +118,8 @@ def _one_record(data: dict[str, Any]) -> list[str]:
             "",
             table(["start cell", *(c for c in runs[0]["values"]["exact_uniform"])], values),
         ]
-    return [*lines, "", provenance(data)]
+    notes = f" {data['notes']}" if data.get("notes") else ""  # e.g. a run stopped before its last stages
+    return [*lines, "", provenance(data) + notes]
 
 
 def agents() -> str:
