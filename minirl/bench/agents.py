@@ -102,8 +102,9 @@ def _by_cell(task: TextMazeTask, rates: torch.Tensor) -> dict[str, float]:
 def _cells(policy, task: TextMazeTask, samples: int, seed: int, walks_per_call: int | None = None) -> dict[str, Any]:
     """Greedy and sampled success per start cell, and the share of sampled replies that were a move.
 
-    ``walks_per_call``: at most this many walks are sampled at once (whole cells: the KV caches of every walk in a
-    call, every layer's keys and values of every token, must fit in memory), None: every walk in one call."""
+    ``walks_per_call``: the walks sampled at once, as many whole cells as fit in it (one cell when even one does not):
+    the KV caches of every walk in a call, every layer's keys and values of every token, must fit in memory. None:
+    every walk in one call."""
     prompts = task.eval_prompts(len(task.start_cells))
     gen = torch.Generator().manual_seed(seed)
     greedy = success_by_prompt(policy, task, prompts, 0)
