@@ -1,7 +1,8 @@
 """A real language model in the one loop: the policy, the two models, the recipes, and the bridge to TRL.
 
 - ``minirl.lm.policy``: ``CausalLMPolicy`` (a HuggingFace causal LM as a ``minirl.protocols.Policy``) and its
-  pieces: ``completion_log_probs``, ``first_eos_mask``, ``common_prefix_layout``;
+  pieces: ``first_eos_mask``, ``common_prefix_layout``; ``minirl.lm.scoring``: ``completion_log_probs`` and
+  ``kept_token_scores`` (the output layer only where a token is scored);
 - ``minirl.lm.models``: the tiny model (``make_tiny_lm``) and the shipped SmolLM2 (``load_policy``, its file
   and its cache);
 - ``minirl.lm.recipes``: how each kind of model is trained: ``LMRecipe`` (one per kind, in ``RECIPES``),
@@ -21,8 +22,9 @@ from minirl.lm.models import (
     smollm2_gguf_path,
     tiny_lm_config,
 )
-from minirl.lm.policy import CausalLMPolicy, common_prefix_layout, completion_log_probs, first_eos_mask
+from minirl.lm.policy import CausalLMPolicy, common_prefix_layout, first_eos_mask
 from minirl.lm.recipes import LM_CHANGES, RECIPES, LMRecipe, lm_algorithm, model_kind, recipe_for, sft_warm_start
+from minirl.lm.scoring import completion_log_probs
 
 __all__ = [
     "CHATML_TEMPLATE",

@@ -9,8 +9,9 @@ Responses are sampled token by token with the KV cache (``model.generate``) and 
 end-of-sequence token (the tokenizer's ``eos_token``, ``<|im_end|>`` for ChatML models). Scoring them
 is one forward pass over prompt + response, where the logits at position t − 1 score the token at t
 (``completion_log_probs``); by default each prompt runs once and its KV cache is shared by the ``trial``
-responses of its group, and the beginning that all prompts of a batch share (a system message, a worked
-example) runs once for the whole batch (``common_prefix_layout``).
+responses of its group, the beginning that all prompts of a batch share (a system message, a worked
+example) runs once for the whole batch (``common_prefix_layout``), and the output layer runs only where a
+token is scored (``kept_token_scores``: an episode's environment turns are most of its positions).
 
 Shapes: prompts ``[batch, prompt_pos]``, responses and their log-probs ``[batch, trial, pos]``.
 
@@ -31,6 +32,7 @@ from einops import rearrange
 from torch import nn
 
 from minirl.lm.cpu_decode import few_row_products
+from minirl.lm.scoring import completion_log_probs, kept_token_scores
 from minirl.protocols import Rollout, TokenScores
 
 __all__ = ["CausalLMPolicy", "common_prefix_layout", "completion_log_probs", "first_eos_mask"]
@@ -40,47 +42,6 @@ def first_eos_mask(tokens: torch.Tensor, eos: int) -> torch.Tensor:
     """1.0 up to and including the first ``eos`` along the last axis, 0.0 after (all 1.0 without one)."""
     is_eos = (tokens == eos).long()
     return ((is_eos.cumsum(dim=-1) - is_eos) == 0).float()
-
-
-def completion_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
-    """log π(y_t | x, y_<t) of every completion token, from ONE forward pass over prompt + completion.
-
-    A causal LM's logits at position ``t`` are its prediction of the token at ``t + 1``, so the
-    completion token at position ``t`` (``t >= prompt_length``) is scored by the logits at ``t - 1``
-    (the shift by one)::
-
-        log π(y_t) = log_softmax(logits[:, t - 1])[input_ids[:, t]],   t = prompt_length .. seq - 1
-        = log_softmax(logits[:, prompt_length-1:-1]).gather(-1, input_ids[:, prompt_length:])
-
-    Args:
-        logits: ``[batch, seq, vocab]``, the model's output for ``input_ids`` (divide by the temperature
-            first to score a tempered policy).
-        input_ids: ``[batch, seq]`` integer ids: each prompt LEFT-padded to ``prompt_length``, then its
-            completion (padding after the completion's end gets finite values: mask them).
-        prompt_length: positions ``0 .. prompt_length - 1`` are the (padded) prompt, ``1 <= prompt_length <= seq``.
-
-    Returns ``[batch, seq - prompt_length]``: the log-probability of each completion token (with gradient).
-    """
-    if not isinstance(logits, torch.Tensor) or logits.dim() != 3:
-        raise ValueError(
-            f"logits must be a tensor of shape [batch, seq, vocab]; got "
-            f"{list(logits.shape) if isinstance(logits, torch.Tensor) else type(logits).__name__}"
-        )
-    if not isinstance(input_ids, torch.Tensor) or input_ids.shape != logits.shape[:2]:
-        got = list(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
-        raise ValueError(
-            f"input_ids must have shape [batch, seq] = {list(logits.shape[:2])} (the logits' first two axes); got {got}"
-        )
-    if input_ids.is_floating_point() or input_ids.is_complex() or input_ids.dtype == torch.bool:
-        raise ValueError(f"input_ids must hold integer token ids; got dtype {input_ids.dtype}")
-    seq = logits.shape[1]
-    if isinstance(prompt_length, bool) or not isinstance(prompt_length, int) or not 1 <= prompt_length <= seq:
-        raise ValueError(
-            f"prompt_length must be an int in [1, seq = {seq}] (the logits at prompt_length - 1 predict "
-            f"the first completion token); got {prompt_length!r}"
-        )
-    log_p = F.log_softmax(logits[:, prompt_length - 1 : -1], dim=-1)  # [batch, seq - prompt_length, vocab]
-    return log_p.gather(dim=-1, index=input_ids[:, prompt_length:].long().unsqueeze(-1)).squeeze(-1)
 
 
 def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
@@ -430,31 +391,33 @@ class CausalLMPolicy(nn.Module):
         )
         return out.logits, seq[:, -keep:]
 
-    def _response_logits(
+    def _response_states(
         self, input_ids: torch.Tensor, attention_mask: torch.Tensor, responses: torch.Tensor
-    ) -> torch.Tensor:
-        """Logits predicting each response token with the shared prompt KV cache: prompts
-        ``[batch, prompt_pos]``, responses ``[(batch trial), pos]`` -> ``[(batch trial), pos, vocab]``."""
+    ) -> tuple[torch.Tensor, torch.Tensor | None]:
+        """One pass over the responses with the shared prompt KV cache: prompts ``[batch, prompt_pos]``, responses
+        ``[(batch trial), pos]`` -> the logits predicting the first response token ``[(batch trial), 1, vocab]``
+        and the last hidden states of the responses' positions that predict the others
+        ``[(batch trial), pos - 1, hidden]`` (``None`` when ``pos == 1``; the output layer is applied by
+        ``kept_token_scores``, only where a token is scored)."""
         group_size = responses.shape[0] // input_ids.shape[0]
-        n_resp = responses.shape[1]
         inputs = responses[:, :-1]  # the last response token predicts nothing we score
         # Each prompt once (their common prefix once); its last position predicts the first response token.
         n_prefix, input_ids, attention_mask = common_prefix_layout(input_ids, attention_mask)
         out = self._prompt_cache(input_ids, attention_mask, n_prefix)
         first = out.logits.repeat_interleave(group_size, dim=0)  # [(batch trial), 1, vocab]
-        if n_resp == 1:
-            return first
+        if responses.shape[1] == 1:
+            return first, None
         cache = self._kv_cache(out)
         cache.batch_repeat_interleave(group_size)  # differentiable: repeat_interleave of every layer's keys/values
         attn = torch.cat([attention_mask.repeat_interleave(group_size, dim=0), torch.ones_like(inputs)], dim=1)
-        rest = self.model(
+        hidden = self.model.get_decoder()(
             input_ids=inputs,
             attention_mask=attn,
             position_ids=_position_ids(attn)[:, -inputs.shape[1] :],
             use_cache=True,
             **{self._cache_name: cache},
-        ).logits
-        return torch.cat([first, rest], dim=1)
+        ).last_hidden_state
+        return first, hidden
 
     def score(
         self, prompts: Sequence[Any], rollout: Rollout, *, temperature: float, share_prompt_cache: bool | None = None
@@ -462,9 +425,10 @@ class CausalLMPolicy(nn.Module):
         """log π(y_t | x, y_<t) at ``temperature`` of ``rollout``'s responses and the entropy of each
         step's distribution (nats), both ``[batch, trial, pos]`` with gradient.
 
-        Values at padding positions are finite but meaningless (mask them). ``share_prompt_cache``
-        overrides the policy's setting (``None``: use it).
-        """
+        Values where ``rollout.mask`` is 0 (padding, an episode's environment turns) are finite but
+        meaningless (mask them): with the shared prompt cache they are 0.0, as the output layer runs only on the
+        real tokens (``kept_token_scores``). ``share_prompt_cache`` overrides the policy's setting (``None``: use
+        it)."""
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0; got {temperature!r}")
         share = self.share_prompt_cache if share_prompt_cache is None else share_prompt_cache
@@ -481,17 +445,24 @@ class CausalLMPolicy(nn.Module):
             return TokenScores(empty, empty.clone())
         responses = rearrange(tokens, "batch trial pos -> (batch trial) pos")
         if share:
+            mask = torch.ones_like(tokens) if rollout.mask is None else rollout.mask.to(self.device)
+            keep = rearrange(mask, "batch trial pos -> (batch trial) pos") > 0  # the real tokens: env turns are 0
             with self._autocast():
-                logits = self._response_logits(input_ids, attention_mask, responses)
-            log_p = F.log_softmax(logits.float() / temperature, dim=-1)  # [(batch trial), pos, vocab]
-            log_probs = log_p.gather(dim=-1, index=responses.unsqueeze(-1)).squeeze(-1)
+                first, hidden = self._response_states(input_ids, attention_mask, responses)
+                log_p = F.log_softmax(first.float() / temperature, dim=-1)  # [(batch trial), 1, vocab]
+                log_probs = log_p.gather(dim=-1, index=responses[:, :1].unsqueeze(-1)).squeeze(-1)
+                entropy = -(log_p.exp() * log_p).sum(dim=-1)
+                if hidden is not None:
+                    head = self.model.get_output_embeddings()
+                    rest = kept_token_scores(head, hidden, responses[:, 1:], keep[:, 1:], temperature)
+                    log_probs, entropy = torch.cat([log_probs, rest[0]], 1), torch.cat([entropy, rest[1]], 1)
         else:
             with self._autocast():
                 logits, ids = self._sequence_logits(input_ids, attention_mask, responses)
             logits = logits.float() / temperature  # [(batch trial), 1 + pos, vocab]: prompt's last position first
             log_probs = completion_log_probs(logits, ids, prompt_length=1)  # [(batch trial), pos]
             log_p = F.log_softmax(logits[:, :-1], dim=-1)
-        entropy = -(log_p.exp() * log_p).sum(dim=-1)
+            entropy = -(log_p.exp() * log_p).sum(dim=-1)
         to_3d = "(batch trial) pos -> batch trial pos"
         return TokenScores(rearrange(log_probs, to_3d, trial=trial), rearrange(entropy, to_3d, trial=trial))
 
