@@ -150,6 +150,10 @@ CALCULATOR_PROBES = ("bench_calculator_gpu_probe", "bench_calculator_gpu_probe60
 warm start can teach, is ``scripts/gpu_check.sh calculator_easy``'s)."""
 
 
+CALCULATOR_CPU_PROBES = ("bench_calculator_probe",)
+"""Calculator records on 2 CPU cores with other task settings than the default (each record's command says which)."""
+
+
 def _calc_defaults() -> dict[str, Any]:
     """``CalculatorTask``'s defaults, for the records made before ``minirl.bench.calculator`` kept the task's
     settings."""
@@ -184,6 +188,14 @@ def _calc_cell(m: dict[str, Any] | None) -> str:
     return text
 
 
+def _calc_time(stage: str, m: dict[str, Any]) -> str:
+    """The steps and wall time a stage trained (the base model trains none)."""
+    if stage == "base":
+        return "none"
+    steps, seconds = (m["steps"], m["seconds"]) if stage == "warm" else (m["run"]["steps"], m["run"]["train_seconds"])
+    return f"{steps} steps, {seconds / 60:.1f} min"
+
+
 def _calculator_record(data: dict[str, Any]) -> list[str]:
     f = data["figures"]
     recipe, runs = f["recipe"], f["runs"]
@@ -194,7 +206,7 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
     for r in runs:
         for stage in stages:
             if stage in r:
-                rows.append([str(r["seed"]), names[stage], _calc_cell(r[stage])])
+                rows.append([str(r["seed"]), names[stage], _calc_time(stage, r[stage]), _calc_cell(r[stage])])
     task = {**_calc_defaults(), **f.get("task", {})}  # records made before the task's settings were kept: defaults
     return [
         f"The calculator recipe (`calculator_recipe`: a warm start of {recipe['sft_steps']} steps on a demonstrator "
@@ -204,7 +216,7 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
         f"hard (two digits by two) and half easy ({EASY_WORDS[task['easy']]}), each figure hard / easy, greedy (and "
         "sampled at T = 1, 8 episodes a problem, where the record has it):",
         "",
-        table(["seed", "stage", "right and calls: hard / easy"], rows),
+        table(["seed", "stage", "training", "right and calls: hard / easy"], rows),
         "",
         provenance(data),
     ]
@@ -220,6 +232,10 @@ def calculator() -> str:
         )
     else:
         lines += ["On 2 CPU cores:", "", *_calculator_record(cpu)]
+    for name in CALCULATOR_CPU_PROBES:
+        data = _load(name)
+        if data is not None:
+            lines += ["", "On 2 CPU cores, as its command says:", "", *_calculator_record(data)]
     for name in ("bench_calculator_gpu", *CALCULATOR_PROBES):
         data = _load(name)
         if data is not None:
