@@ -120,6 +120,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "minirl.toy",
             "minirl.lm.cpu_decode",
             "minirl.lm.policy",
+            "minirl.lm.scoring",
             "minirl.lm.models",
             "minirl.episodes",  # multi-turn rollouts: what the loop samples for an episodic task
             "minirl.critic",  # a learned value on a language model's hidden states (PPO for language models)
