@@ -18,11 +18,9 @@
 #              -> results/bench_self_training_gpu.json
 #   agents     notebook 12: the text maze walked by SmolLM2 (the maze recipe, the CPU's), seeds 0 1 2
 #              -> results/bench_agents_gpu.json
-#   calculator notebook 12: SmolLM2 with a calculator, before and after GRPO and PPO, seed 0
-#              -> results/bench_calculator_gpu.json
-#   calculator_easy  the same with easy problems the warm start can teach (a two-digit number times 10), a
-#              demonstrator that calls on a quarter of its episodes and a call costing 0.2, GRPO, seeds 0 1 2
-#              -> results/bench_calculator_gpu_times_ten.json
+#   calculator notebook 12: SmolLM2 with a calculator, before and after GRPO and PPO, seeds 0 1 2, the task's
+#              defaults (easy problems a two-digit number times 10) -> results/bench_calculator_gpu_times_ten.json
+#              (results/bench_calculator_gpu.json holds the earlier one-digit task's run)
 #
 # The records' wall times include the sharing (RESULTS.md says which parts ran together). Each part's output goes
 # to logs/gpu_check/PART.log. A part whose targets fail (exit status 1) is still a measurement: the script exits 1
@@ -33,11 +31,11 @@ cd "$(dirname "$0")/.."
 export HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 
 parts=("$@")
-[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack self_training agents calculator calculator_easy)
+[ ${#parts[@]} -eq 0 ] && parts=(sorting reasoning fix hack self_training agents calculator)
 for part in "${parts[@]}"; do  # every part named before any runs
   case "$part" in
-    sorting | reasoning | fix | hack | self_training | agents | calculator | calculator_easy) ;;
-    *) echo "unknown part $part (sorting, reasoning, fix, hack, self_training, agents, calculator, calculator_easy)" >&2
+    sorting | reasoning | fix | hack | self_training | agents | calculator) ;;
+    *) echo "unknown part $part (sorting, reasoning, fix, hack, self_training, agents, calculator)" >&2
       exit 2 ;;
   esac
 done
@@ -69,9 +67,7 @@ run_part() {
     hack) python -m minirl.bench.reasoning_rl --seeds 0 --arms hack --save bench_reasoning_gpu_hack ;;
     self_training) python -m minirl.bench.self_training --seeds 0 --save bench_self_training_gpu ;;
     agents) python -m minirl.bench.agents --seeds 0 1 2 --save bench_agents_gpu ;;
-    calculator) python -m minirl.bench.calculator --seeds 0 --save bench_calculator_gpu ;;
-    calculator_easy) python -m minirl.bench.calculator --seeds 0 1 2 --algos grpo --easy times_ten \
-      --demo-call-rate 0.25 --call-cost 0.2 --save bench_calculator_gpu_times_ten ;;
+    calculator) python -m minirl.bench.calculator --seeds 0 1 2 --save bench_calculator_gpu_times_ten ;;
   esac
 }
 

@@ -9,8 +9,10 @@ The model is asked a product. It may answer at once, or call the calculator firs
     user:   <result>943</result>
     assistant: 943
 
-Some problems are meant to be done in one's head (``kind == "head"``: a one-digit product, or with
-``easy="times_ten"`` a two-digit number times 10), the others are not (two digits by two, ``kind == "tool"``).
+Some problems are meant to be done in one's head (``kind == "head"``: a two-digit number times 10, or with
+``easy="one_digit"`` a one-digit product), the others are not (two digits by two, ``kind == "tool"``). The default
+easy kind is one a warm start teaches SmolLM2-135M to do alone; one-digit products it gets wrong without the tool
+even after the warm start (RESULTS.md, "A calculator"), so for it a call pays on every problem.
 The reward is 1 for the right number, minus ``call_cost`` for every call: a call pays wherever the model would
 be wrong without it, so RL can learn *when* to call (notebook 12), if the model can do the easy kind alone.
 
@@ -188,16 +190,17 @@ class CalculatorTask(EpisodeScores):
     ``CalculatorChat`` (``make_env``); its reward is 1 for the right number minus ``call_cost`` per call.
     ``tool_share`` of the training problems are hard (``"tool"``), the rest easy (``"head"``); the evaluation
     problems are ``n_eval`` of each kind, drawn once from ``eval_seed`` (the hard ones never drawn in training:
-    their pairs are held out). ``is_correct``: the answer was right; ``format_ok``: no malformed call."""
+    their pairs are held out; the easy ones may be, as times ten there are only 89). ``is_correct``: the answer
+    was right; ``format_ok``: no malformed call."""
 
-    call_cost: float = 0.1
+    call_cost: float = 0.2
     tool_share: float = 0.5
     max_turns: int = 3
     n_eval: int = 20
     eval_seed: int = 1234
     system: str = CALC_SYSTEM
-    easy: str = "one_digit"
-    demo_call_rate: float = 0.5
+    easy: str = "times_ten"
+    demo_call_rate: float = 0.25
     _held_out: frozenset = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -252,7 +255,7 @@ class CalculatorTask(EpisodeScores):
 
     def demonstrate(self, env: CalculatorChat, generator: torch.Generator | None, /) -> str:
         """A demonstrator that teaches the protocol and not when to use it: on its first turn it calls the
-        calculator with probability ``demo_call_rate`` (1/2) whatever the problem, then answers with the right
+        calculator with probability ``demo_call_rate`` (a quarter) whatever the problem, then answers with the right
         number."""
         p = env.prompt
         if env.episode.turns == 0 and float(torch.rand((), generator=generator)) < self.demo_call_rate:

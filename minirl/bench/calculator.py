@@ -1,11 +1,12 @@
 """Tool use measured: SmolLM2 with a calculator it may call (``toy_envs.calculator``), before and after RL.
 
 For each seed, on SmolLM2-135M-Instruct with ``calculator_recipe`` (``minirl.lm.recipes``), every figure greedy on
-the task's evaluation problems (20 two-digit products never drawn in training, 20 one-digit ones):
+the task's evaluation problems (20 two-digit products never drawn in training, 20 easy ones: a two-digit number
+times 10 by default):
 
 - ``base``: the base model, shown the protocol once in its system message;
-- ``warm``: after a warm start on a demonstrator that calls the calculator on half of its episodes *whatever the
-  problem* (the protocol, not when to use it);
+- ``warm``: after a warm start on a demonstrator that calls the calculator on a quarter of its episodes *whatever
+  the problem* (the protocol, not when to use it);
 - ``grpo`` and ``ppo`` (``--algos``): from the same warm start, RL on the reward 1 for the right number minus
   ``call_cost`` per call, so a call pays on a hard product and costs on an easy one.
 
@@ -16,10 +17,11 @@ reported beside them.
 
     python -m minirl.bench.calculator --seeds 0 --save   # results/bench_calculator.json
     python -m minirl.bench.calculator --quick            # a few steps of everything (a smoke test)
-    python -m minirl.bench.calculator --easy times_ten --demo-call-rate 0.25 --call-cost 0.2 --save NAME  # a probe
+    python -m minirl.bench.calculator --easy one_digit --demo-call-rate 0.5 --call-cost 0.1 --save NAME  # a probe
 
 A probe changes the task (``CalculatorTask``: the easy kind, the demonstrator's share of calls, a call's cost); its
-record keeps the task's settings (``figures["task"]``).
+record keeps the task's settings (``figures["task"]``). The probe above is the task before its defaults changed:
+one-digit products, which SmolLM2 gets wrong without the tool even after the warm start.
 
 Targets (checked over the seeds run): after RL, products right on at least 90% of the hard problems, a call on at
 most 20% of the easy ones, warm start + RL within 10 minutes.
@@ -195,10 +197,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
     parser.add_argument("--steps", type=int, default=None, help="RL steps instead of the recipe's (a probe)")
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS, help="the RL arms (default both)")
-    parser.add_argument("--call-cost", type=float, default=None, help="the cost of a call (a probe; default 0.1)")
-    parser.add_argument("--easy", choices=sorted(EASY), default=None, help="the easy kind (a probe; one_digit)")
+    parser.add_argument("--call-cost", type=float, default=None, help="the cost of a call (a probe; default 0.2)")
+    parser.add_argument("--easy", choices=sorted(EASY), default=None, help="the easy kind (a probe; default times_ten)")
     parser.add_argument(
-        "--demo-call-rate", type=float, default=None, help="the demonstrator's share of calls (a probe; 0.5)"
+        "--demo-call-rate", type=float, default=None, help="the demonstrator's share of calls (a probe; default 0.25)"
     )
     parser.add_argument("--save", nargs="?", const="bench_calculator", default=None, metavar="NAME")
     args = parser.parse_args(argv)

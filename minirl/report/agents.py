@@ -146,26 +146,17 @@ def agents() -> str:
 
 
 CALCULATOR_PROBES = ("bench_calculator_gpu_probe", "bench_calculator_gpu_probe60", "bench_calculator_gpu_times_ten")
-"""Calculator records with sampled call rates (each record's command says what changed; the last, easy problems a
-warm start can teach, is ``scripts/gpu_check.sh calculator_easy``'s)."""
+"""Calculator records with sampled call rates (each record's command says what changed; the last, the task's
+default settings on a GPU, is ``scripts/gpu_check.sh calculator``'s)."""
 
 
-CALCULATOR_CPU_PROBES = ("bench_calculator_probe",)
-"""Calculator records on 2 CPU cores with other task settings than the default (each record's command says which)."""
+CALCULATOR_CPU_PROBES = ("bench_calculator_probe", "bench_calculator_probe_seed1", "bench_calculator_probe_seed2")
+"""Calculator records on 2 CPU cores, one seed each (each record's command spells out the task's settings)."""
 
 
-def _calc_defaults() -> dict[str, Any]:
-    """``CalculatorTask``'s defaults, for the records made before ``minirl.bench.calculator`` kept the task's
-    settings."""
-    import dataclasses
-
-    from toy_envs.calculator import CalculatorTask
-
-    return {
-        f.name: f.default
-        for f in dataclasses.fields(CalculatorTask)
-        if f.name in ("call_cost", "easy", "demo_call_rate")
-    }
+LEGACY_TASK = {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
+"""``CalculatorTask``'s settings before the records kept them (``figures["task"]``) and before the easy kind became
+``times_ten``: the GPU records of 2026-11-27."""
 
 
 EASY_WORDS = {"one_digit": "one digit by one", "times_ten": "two digits times 10"}
@@ -207,7 +198,7 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
         for stage in stages:
             if stage in r:
                 rows.append([str(r["seed"]), names[stage], _calc_time(stage, r[stage]), _calc_cell(r[stage])])
-    task = {**_calc_defaults(), **f.get("task", {})}  # records made before the task's settings were kept: defaults
+    task = f.get("task", LEGACY_TASK)
     return [
         f"The calculator recipe (`calculator_recipe`: a warm start of {recipe['sft_steps']} steps on a demonstrator "
         f"that calls on {pct(task['demo_call_rate'], 0)} of its episodes whatever the problem, then "
