@@ -107,3 +107,27 @@ def test_minirl_bench_forwards_calculator_arguments_to_the_module(monkeypatch):
     monkeypatch.setattr(bc, "main", lambda argv: seen.append(argv) or 0)
     assert main(["bench", "--calculator", "--seeds", "1", "--easy", "times_ten"]) == 0
     assert seen == [["--seeds", "1", "--easy", "times_ten"]]
+
+
+def test_the_report_describes_each_record_with_the_task_it_ran(monkeypatch):
+    """A record without ``figures["task"]`` ran before the defaults changed (one-digit easy problems, half the
+    demonstrator's episodes with a call, a call costing 0.1); a newer one says its own settings. Each stage's row
+    gives the steps and minutes it trained."""
+    from minirl.report import agents
+    from minirl.report.agents import LEGACY_TASK, _calculator_record
+
+    monkeypatch.setattr(agents, "provenance", lambda data: "*provenance*")  # a record file's line, not tested here
+
+    arm = {"accuracy": {"tool": 1.0, "head": 1.0}, "call_rate": {"tool": 1.0, "head": 0.0}}
+    run = {"seed": 0, "base": arm, "warm": {**arm, "steps": 80, "seconds": 150.0}}
+    run["grpo"] = {**arm, "run": {"steps": 30, "train_seconds": 660.0}}
+    recipe = {"sft_steps": 80, "steps": 30, "eval_prompts": 40}
+    data = {"figures": {"recipe": recipe, "runs": [run], "algos": ["grpo"]}}
+    old = "\n".join(_calculator_record(data))
+    assert LEGACY_TASK == {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
+    assert "calls on 50% of its episodes" in old and "a call costs 0.1" in old and "(one digit by one)" in old
+    data["figures"]["task"] = {"call_cost": 0.2, "easy": "times_ten", "demo_call_rate": 0.25}
+    new = "\n".join(_calculator_record(data))
+    assert "calls on 25% of its episodes" in new and "a call costs 0.2" in new and "(two digits times 10)" in new
+    assert "| 0 | base model | none |" in new and "| 0 | warm start | 80 steps, 2.5 min |" in new
+    assert "| 0 | GRPO | 30 steps, 11.0 min | right 100% / 100%, calls 100% / 0% |" in new
