@@ -118,8 +118,14 @@ def _one_record(data: dict[str, Any]) -> list[str]:
             "",
             table(["start cell", *(c for c in runs[0]["values"]["exact_uniform"])], values),
         ]
-    notes = f" {data['notes']}" if data.get("notes") else ""  # e.g. a run stopped before its last stages
-    return [*lines, "", provenance(data) + notes]
+    return [*lines, "", _provenance_and_notes(data)]
+
+
+def _provenance_and_notes(data: dict[str, Any]) -> str:
+    """The record's provenance line, then its ``notes`` when it has some (a run stopped before its last stages, a
+    machine shared for a while)."""
+    notes = f" {data['notes']}" if data.get("notes") else ""
+    return provenance(data) + notes
 
 
 def agents() -> str:
@@ -209,7 +215,7 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
         "",
         table(["seed", "stage", "training", "right and calls: hard / easy"], rows),
         "",
-        provenance(data),
+        _provenance_and_notes(data),
     ]
 
 
