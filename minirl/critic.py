@@ -124,7 +124,25 @@ class Critic:
         Returns the advantages and ``value_loss`` (before the fit), ``value_loss_after``, ``value_mean``."""
         features = token_features(policy, prompts, rollout)
         mask = rollout.mask if rollout.mask is not None else torch.ones(rollout.tokens.shape)
+        return self.fit(features, mask, rewards, kl)
+
+    def fit(
+        self,
+        features: torch.Tensor,
+        mask: torch.Tensor,
+        rewards: torch.Tensor,
+        kl: torch.Tensor | None = None,
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        """``advantages`` on features already taken (``token_features``: ``[batch, trial, pos, hidden]``, the
+        model's tokens marked by ``mask`` ``[batch, trial, pos]``): GAE from the head's values, then
+        ``value_epochs`` Adam steps on ``value_loss`` towards the returns. The same batch's features can so be
+        fitted by several heads (``minirl.bench.agents``'s value probe)."""
         mask = mask.to(features.device).float()
+        if mask.shape != features.shape[:-1]:
+            raise ValueError(
+                f"mask must be [batch, trial, pos] = {list(features.shape[:-1])} (the features' leading axes); got "
+                f"{list(mask.shape)}"
+            )
         with torch.no_grad():
             values = self.head(features)
         advantages, returns = token_gae(

@@ -40,7 +40,8 @@ from typing import Any
 import torch
 
 from minirl.bench import finish, part_figures, spread
-from minirl.critic import Critic, token_features
+from minirl.bench.critic_fit import fit_values, sample_batches, values_against_exact
+from minirl.critic import Critic
 from minirl.episodes import sample_rollout, success_by_prompt
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, maze_recipe, model_kind
@@ -226,27 +227,19 @@ def _fitted_values(policy, task: TextMazeTask, recipe: LMRecipe, steps: int, see
     """A critic (``minirl.critic``, the recipe's PPO knobs) fitted on ``steps`` batches of the model's own walks,
     the model frozen; then its value of each start cell (the state before the first move: 6 moves left) against
     the uniform walker's exact expected return there. The model is near the uniform walker after its warm start
-    (``warm``'s gap says how near), so the two should be close where the fit is good."""
-    critic = Critic.for_policy(policy, recipe.algorithm("ppo"))
-    gen = torch.Generator().manual_seed(seed)
+    (``warm``'s gap says how near), so the two should be close where the fit is good (``minirl.bench.critic_fit``
+    asks how the fit depends on its knobs)."""
     start = time.perf_counter()
-    losses = []
-    for _ in range(steps):
-        prompts = task.sample_prompts(recipe.prompts_per_step, gen)
-        rollout = sample_rollout(policy, task, prompts, recipe.group_size, temperature=1.0, generator=gen)
-        losses.append(critic.advantages(policy, prompts, rollout, task.rewards(prompts, rollout.answers))[1])
-    prompts = task.eval_prompts(len(task.start_cells))
-    rollout = sample_rollout(policy, task, prompts, 1, temperature=1.0, generator=gen)
-    with torch.no_grad():  # the state before the first move: the prompt read, nothing written yet
-        values = critic.head(token_features(policy, prompts, rollout)[:, 0, 0])
-    exact = task.maze.goal_reward * uniform_success(task.maze)[task.start_cells]
+    batches, start_features = sample_batches(policy, task, recipe, steps, torch.Generator().manual_seed(seed))
+    fit = fit_values(Critic.for_policy(policy, recipe.algorithm("ppo")), batches, start_features)
+    compared = values_against_exact(task, fit["values"])
     return {
         "steps": steps,
         "seconds": time.perf_counter() - start,
-        "value_loss": [x["value_loss"] for x in losses],
-        "learned": _by_cell(task, values.cpu()),
-        "exact_uniform": _by_cell(task, torch.tensor(exact)),
-        "max_error": float((values.cpu().double() - torch.tensor(exact)).abs().max()),
+        "value_loss": fit["value_loss"],
+        "learned": compared["learned"],
+        "exact_uniform": compared["exact_uniform"],
+        "max_error": compared["max_error"],
     }
 
 

@@ -1,7 +1,8 @@
 """RESULTS.md's block on the text maze walked by SmolLM2 (``minirl.bench.agents``, the chapter on agents): the base
 model, the warm start against the uniform walker's exact success, and GRPO, from every start cell; on 2 CPU cores
-(``bench_agents``) and on one GPU (``bench_agents_gpu``, with the warm-start lever probes
-``bench_agents_gpu_warm80*``); and the calculator (``minirl.bench.calculator``): accuracy and calls on easy and
+(``bench_agents``, with a shorter RL stage ``bench_agents_cpu_steps10``, and the critic's fit by its knobs
+``bench_critic_fit``) and on one GPU (``bench_agents_gpu``, with the warm-start lever probes
+``bench_agents_gpu_warm*``); and the calculator (``minirl.bench.calculator``): accuracy and calls on easy and
 hard products, before and after RL (``bench_calculator``, ``bench_calculator_gpu`` and its probes)."""
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from minirl.report._format import _load, _seconds, missing, pct, provenance, tab
 
 LEVER_PROBES = ("bench_agents_gpu_warm20", "bench_agents_gpu_warm80", "bench_agents_gpu_warm80_s64")
 """Records of the same benchmark with a changed recipe (each record's command and notes say how)."""
+
+CPU_PROBES = ("bench_agents_cpu_steps10",)
+"""Records on 2 CPU cores with a changed recipe: RL for 10 steps instead of 30 (its command says how), so that a
+whole seed, both RL arms included, fits in a session on this CPU."""
 
 
 ARMS = {"grpo": "GRPO", "ppo": "PPO with a critic"}
@@ -121,6 +126,39 @@ def _one_record(data: dict[str, Any]) -> list[str]:
     return [*lines, "", _provenance_and_notes(data)]
 
 
+def _critic_fit(data: dict[str, Any]) -> list[str]:
+    """``minirl.bench.critic_fit``: the start values of heads fitted on the same walks under several knobs."""
+    f = data["figures"]
+    rows: list[list[str]] = []
+    cells: list[str] = []
+    for r in f["runs"]:
+        first = r["fits"][0]
+        cells = list(first["exact_uniform"])
+        if not rows:
+            rows.append(["uniform walker (exact)", *(f"{first['exact_uniform'][c]:.2f}" for c in cells), "", ""])
+        for x in r["fits"]:
+            rows.append(
+                [
+                    f"seed {r['seed']}: lr {x['value_learning_rate']:g} × {x['value_epochs']} a batch "
+                    f"({x['adam_steps']} Adam steps)",
+                    *(f"{x['learned'][c]:.2f}" for c in cells),
+                    f"{x['max_error']:.2f}",
+                    f"{x['mean_error']:.2f}",
+                ]
+            )
+    return [
+        f"The critic before RL, by how hard it is fitted (`minirl.bench.critic_fit`): after the recipe's warm start, "
+        f"{f['steps']} batches of the model's own walks ({f['recipe']['prompts_per_step']} start cells × "
+        f"{f['recipe']['group_size']} walks), sampled once; a fresh value head fitted on them batch by batch under "
+        "each pair of value learning rate and Adam steps a batch (the first pair is the PPO preset's); its value of "
+        "each start cell against the uniform walker's exact expected return, and the largest and mean error:",
+        "",
+        table(["value head", *cells, "largest error", "mean error"], rows),
+        "",
+        _provenance_and_notes(data),
+    ]
+
+
 def _provenance_and_notes(data: dict[str, Any]) -> str:
     """The record's provenance line, then its ``notes`` when it has some (a run stopped before its last stages, a
     machine shared for a while)."""
@@ -136,6 +174,19 @@ def agents() -> str:
         lines.append("On 2 CPU cores: " + missing("bench_agents", "python -m minirl.bench.agents --seeds 0 1 2 --save"))
     else:
         lines += ["On 2 CPU cores:", "", *_one_record(cpu)]
+    for name in CPU_PROBES:
+        probe = _load(name)
+        if probe is not None:
+            lines += [
+                "",
+                "On 2 CPU cores, a shorter RL stage (its recipe as the record keeps it; its command and commit below):",
+                "",
+                *_one_record(probe),
+            ]
+    fit = _load("bench_critic_fit")
+    if fit is not None:
+        lines += ["", "On 2 CPU cores:" if fit["machine"].get("gpu") is None else f"On one {fit['machine']['gpu']}:"]
+        lines += ["", *_critic_fit(fit)]
     gpu = _load("bench_agents_gpu")
     if gpu is not None:
         lines += ["", f"On one {gpu['machine'].get('gpu', 'GPU')}, the same recipe:", "", *_one_record(gpu)]
@@ -156,7 +207,12 @@ CALCULATOR_PROBES = ("bench_calculator_gpu_probe", "bench_calculator_gpu_probe60
 default settings on a GPU, is ``scripts/gpu_check.sh calculator``'s)."""
 
 
-CALCULATOR_CPU_PROBES = ("bench_calculator_probe", "bench_calculator_probe_seed1", "bench_calculator_probe_seed2")
+CALCULATOR_CPU_PROBES = (
+    "bench_calculator_probe",
+    "bench_calculator_probe_seed1",
+    "bench_calculator_probe_seed2",
+    "bench_calculator_probe_ppo_seed1",
+)
 """Calculator records on 2 CPU cores, one seed each (each record's command spells out the task's settings)."""
 
 
