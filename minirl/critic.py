@@ -136,7 +136,7 @@ class Critic:
         """``advantages`` on features already taken (``token_features``: ``[batch, trial, pos, hidden]``, the
         model's tokens marked by ``mask`` ``[batch, trial, pos]``): GAE from the head's values, then
         ``value_epochs`` Adam steps on ``value_loss`` towards the returns. The same batch's features can so be
-        fitted by several heads (``minirl.bench.agents``'s value probe)."""
+        fitted by several heads (``minirl.bench.critic_fit``)."""
         mask = mask.to(features.device).float()
         if mask.shape != features.shape[:-1]:
             raise ValueError(

@@ -7,8 +7,8 @@ too high far from the goal, too low near it. Is the head's fitting budget the re
 states not hold the answer?
 
 Adam moves each weight by about its learning rate a step whatever the gradient's size, so a head that starts at
-V ≡ 0 and takes the preset's 8 steps a batch at 1e-3 for 10 batches has moved its bias by at most 0.08, and every
-weight by as little: far from the returns of 0 to 10 it should reach. This probe samples the walks once, takes
+V ≡ 0 and takes the preset's 8 steps a batch at 1e-3 for 10 batches has moved its bias by about 0.08 at most,
+and every weight by as little: far from the returns of 0 to 10 it should reach. This probe samples the walks once, takes
 their features once (``token_features``), and fits a fresh head on the very same batches, batch by batch as PPO
 fits it (``Critic.fit``: GAE targets from the head's own values before each batch's fit), for each of several
 ``(value_learning_rate, value_epochs)`` pairs. The first pair, the preset's, repeats ``minirl.bench.agents``'s
