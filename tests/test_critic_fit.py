@@ -49,7 +49,8 @@ def test_the_batches_are_the_recipes_walks_and_the_start_states(policy):
     assert start.shape == (len(TASK.start_cells), 64)
     # the same seed draws the same walks; another seed other ones
     again, _ = sample_batches(policy, TASK, recipe, 2, torch.Generator().manual_seed(0))
-    assert torch.equal(batches[1][0], again[1][0])
+    other, _ = sample_batches(policy, TASK, recipe, 2, torch.Generator().manual_seed(1))
+    assert torch.equal(batches[1][0], again[1][0]) and not torch.equal(batches[1][0], other[1][0])
 
 
 def test_the_errors_are_against_the_uniform_walkers_exact_returns():

@@ -40,7 +40,7 @@ from typing import Any
 import torch
 
 from minirl.bench import finish, part_figures, spread
-from minirl.bench.critic_fit import fit_values, sample_batches, values_against_exact
+from minirl.bench.critic_fit import fit_values, quick_recipe, sample_batches, values_against_exact
 from minirl.critic import Critic
 from minirl.episodes import sample_rollout, success_by_prompt
 from minirl.lm.models import SMOLLM2_ALIAS
@@ -77,11 +77,6 @@ QUICK_BUDGETS: dict[str, Any] = {
     "walks_per_call": 320,
 }
 ALGOS = ("grpo", "ppo")
-
-
-def quick_recipe(recipe: LMRecipe) -> LMRecipe:
-    """A few steps of everything (``--quick``): what the agents benchmarks smoke-test."""
-    return recipe.with_(sft_steps=2, sft_prompts_per_step=2, steps=1, prompts_per_step=2, group_size=2, eval_every=0)
 
 
 def check_algos(algos: Sequence[str]) -> None:

@@ -39,13 +39,19 @@ from minirl.lm.recipes import LMRecipe, maze_recipe, model_kind
 from minirl.results import Record
 from toy_envs.maze_text import TextMazeTask, uniform_success
 
-__all__ = ["SETTINGS", "fit_values", "main", "sample_batches", "values_against_exact"]
+__all__ = ["SETTINGS", "fit_values", "main", "quick_recipe", "sample_batches", "values_against_exact"]
 
 SETTINGS: tuple[tuple[float, int], ...] = ((1e-3, 8), (1e-3, 64), (1e-2, 8), (1e-2, 64))
 """(value_learning_rate, value_epochs) pairs fitted on the same walks: the PPO preset's first, then 8 times the
 steps, 10 times the step size, and both."""
 
 Batch = tuple[torch.Tensor, torch.Tensor, torch.Tensor]  # features, mask, rewards
+
+
+def quick_recipe(recipe: LMRecipe) -> LMRecipe:
+    """A few steps of everything (``--quick``): what the agents benchmarks smoke-test (this one,
+    ``minirl.bench.agents`` and ``minirl.bench.calculator``)."""
+    return recipe.with_(sft_steps=2, sft_prompts_per_step=2, steps=1, prompts_per_step=2, group_size=2, eval_every=0)
 
 
 def sample_batches(
@@ -142,8 +148,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--steps must be at least 1; got {args.steps}")
     recipe = maze_recipe(model_kind(SMOLLM2_ALIAS, None))
     steps = args.steps
-    if args.quick:  # minirl.bench.agents's quick recipe: two warm-start steps, batches of 2 cells x 2 walks
-        recipe, steps = recipe.with_(sft_steps=2, sft_prompts_per_step=2, prompts_per_step=2, group_size=2), 1
+    if args.quick:
+        recipe, steps = quick_recipe(recipe), 1
     record = Record(args.save or "bench_critic_fit", seeds=args.seeds)
     seeds, figures = part_figures(
         record, args.seeds, recipe=dataclasses.asdict(recipe), steps=steps, settings=[list(s) for s in SETTINGS]

@@ -166,6 +166,18 @@ def _provenance_and_notes(data: dict[str, Any]) -> str:
     return provenance(data) + notes
 
 
+def _probes(names: tuple[str, ...], heading: str) -> list[str]:
+    """Each stored record of ``names`` under ``heading``: the record keeps the recipe it ran, so ``_one_record``
+    describes the change."""
+    lines: list[str] = []
+    for name in names:
+        probe = _load(name)
+        if probe is not None:
+            lines += ["", f"{heading} (its recipe as the record keeps it; its command and commit below):", ""]
+            lines += _one_record(probe)
+    return lines
+
+
 def agents() -> str:
     """The text maze on 2 CPU cores (or that it is not measured yet), then on one GPU with its lever probes."""
     lines: list[str] = []
@@ -174,15 +186,7 @@ def agents() -> str:
         lines.append("On 2 CPU cores: " + missing("bench_agents", "python -m minirl.bench.agents --seeds 0 1 2 --save"))
     else:
         lines += ["On 2 CPU cores:", "", *_one_record(cpu)]
-    for name in CPU_PROBES:
-        probe = _load(name)
-        if probe is not None:
-            lines += [
-                "",
-                "On 2 CPU cores, a shorter RL stage (its recipe as the record keeps it; its command and commit below):",
-                "",
-                *_one_record(probe),
-            ]
+    lines += _probes(CPU_PROBES, "On 2 CPU cores, a shorter RL stage")
     fit = _load("bench_critic_fit")
     if fit is not None:
         lines += ["", "On 2 CPU cores:" if fit["machine"].get("gpu") is None else f"On one {fit['machine']['gpu']}:"]
@@ -190,15 +194,7 @@ def agents() -> str:
     gpu = _load("bench_agents_gpu")
     if gpu is not None:
         lines += ["", f"On one {gpu['machine'].get('gpu', 'GPU')}, the same recipe:", "", *_one_record(gpu)]
-    for name in LEVER_PROBES:
-        probe = _load(name)
-        if probe is not None:  # the record keeps the recipe it ran: _one_record describes the change
-            lines += [
-                "",
-                "A lever probe on the same GPU (its recipe as the record keeps it; its command and commit below):",
-                "",
-                *_one_record(probe),
-            ]
+    lines += _probes(LEVER_PROBES, "A lever probe on the same GPU")
     return "\n".join(lines)
 
 
@@ -211,7 +207,6 @@ CALCULATOR_CPU_PROBES = (
     "bench_calculator_probe",
     "bench_calculator_probe_seed1",
     "bench_calculator_probe_seed2",
-    "bench_calculator_probe_ppo_seed1",
 )
 """Calculator records on 2 CPU cores, one seed each (each record's command spells out the task's settings)."""
 
