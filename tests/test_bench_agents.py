@@ -121,3 +121,17 @@ def test_success_rates_sample_whole_cells_at_most_walks_per_call_at_a_time(monke
     calls.clear()
     agents._cells(policy, task, samples=3, seed=0)  # None: every walk at once
     assert calls == [30]
+
+
+def test_the_cpu_bf16_flag_reaches_the_recipe_and_the_record(monkeypatch):
+    from minirl.bench import agents
+
+    assert agents._recipe("pretrained", False, None).cpu_bfloat16 is False  # the records' recipe
+    assert agents._recipe("pretrained", False, 10, cpu_bf16=True).with_(steps=30) == agents._recipe(
+        "pretrained", False, None
+    ).with_(cpu_bfloat16=True)  # the flag changes that one setting, and --steps only the steps
+    seen = {}
+    monkeypatch.setattr(agents, "maze_part", lambda *args, **kwargs: seen.update(kwargs) or {})
+    monkeypatch.setattr(agents, "finish", lambda *args: 0)
+    assert main(["--cpu-bf16"]) == 0 and seen["cpu_bf16"] is True
+    assert main([]) == 0 and seen["cpu_bf16"] is False

@@ -95,3 +95,65 @@ def test_the_bench_measures_both_forms_and_refuses_an_unknown_one(monkeypatch):
         assert bench.product_ms(2, form, repeats=1) > 0
     with pytest.raises(ValueError, match="form must be"):
         bench.product_ms(2, "x @ W")
+
+
+# ---- bfloat16 autocast on a CPU: a knob, off by default -------------------------------------------------------
+
+
+def test_cpu_bfloat16_is_off_by_default_and_runs_the_model_in_bfloat16_when_on():
+    from minirl.lm.models import make_tiny_lm
+
+    policy = make_tiny_lm(seed=0, max_new_tokens=4)
+    ids = torch.randint(5, 100, (2, 6), generator=torch.Generator().manual_seed(3))
+    assert policy.cpu_bfloat16 is False  # the CPU records' numbers: float32 throughout
+    with torch.no_grad(), policy._autocast():
+        assert policy.model(input_ids=ids).logits.dtype == torch.float32
+    policy.cpu_bfloat16 = True
+    with torch.no_grad(), policy._autocast():
+        assert policy.model(input_ids=ids).logits.dtype == torch.bfloat16
+    assert next(policy.model.parameters()).dtype == torch.float32  # the weights Adam moves stay float32
+
+
+def test_cpu_bfloat16_scores_close_to_float32_but_not_equal():
+    from minirl.lm.models import make_tiny_lm
+
+    policy = make_tiny_lm(seed=0, max_new_tokens=6)
+    prompts = ["sort 3 1 2", "sort 9 4"]
+    rollout = policy.sample(prompts, 3, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    exact = policy.score(prompts, rollout, temperature=1.0).log_probs
+    policy.cpu_bfloat16 = True
+    half = policy.score(prompts, rollout, temperature=1.0).log_probs
+    assert half.dtype == torch.float32  # log-softmax runs in float32 even under autocast
+    mask = rollout.mask.bool()
+    # bfloat16 keeps 8 bits of mantissa: each rounding is up to 2^-9 of the value; the logits behind these
+    # log-probabilities (at most ~5 nats here) move by about 5 · 2^-9 ≈ 0.01, so allow twice that
+    torch.testing.assert_close(half[mask], exact[mask], rtol=0.0, atol=0.02)
+    assert not torch.equal(half[mask], exact[mask])  # it did change the numbers: a knob, not a free speed-up
+
+
+def test_cpu_bfloat16_must_be_a_bool_and_the_recipe_passes_it_on():
+    from minirl.lm.models import make_tiny_lm
+    from minirl.lm.policy import CausalLMPolicy
+    from minirl.lm.recipes import RECIPES
+
+    tiny = make_tiny_lm(seed=0)
+    with pytest.raises(ValueError, match="cpu_bfloat16 must be True or False; got 1"):
+        CausalLMPolicy(tiny.model, tiny.tokenizer, cpu_bfloat16=1)
+    with pytest.raises(ValueError, match="cpu_bfloat16 must be True or False; got 'yes'"):
+        RECIPES["tiny"].with_(cpu_bfloat16="yes")
+    assert RECIPES["tiny"].policy("tiny").cpu_bfloat16 is False
+    assert RECIPES["tiny"].with_(cpu_bfloat16=True).policy("tiny").cpu_bfloat16 is True
+
+
+def test_the_bfloat16_probe_answers_false_when_torch_cannot_tell(monkeypatch):
+    from minirl.lm.cpu_decode import cpu_has_bfloat16_units
+
+    assert isinstance(cpu_has_bfloat16_units(), bool)
+    monkeypatch.delattr(torch.cpu, "_is_amx_tile_supported", raising=False)
+    assert cpu_has_bfloat16_units() is False
+
+    def broken():
+        raise RuntimeError("no cpuinfo")
+
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", broken, raising=False)
+    assert cpu_has_bfloat16_units() is False

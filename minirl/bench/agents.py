@@ -21,6 +21,7 @@ Every budget is a number of steps or samples; wall times are reported beside the
 
     python -m minirl.bench.agents --seeds 0 --save            # results/bench_agents.json
     python -m minirl.bench.agents --quick                     # a few steps of everything (a smoke test)
+    python -m minirl.bench.agents --seeds 0 --cpu-bf16 --save NAME   # bfloat16 autocast on a CPU (a probe)
 
 Targets (checked over the seeds run): 64 six-turn episodes sampled in at most 12 s; after the warm start, sampled
 success within 0.1 of the uniform walker's exact value from every cell, and no further than the uniform walker's
@@ -43,6 +44,7 @@ from minirl.bench import finish, part_figures, spread
 from minirl.bench.critic_fit import fit_values, quick_recipe, sample_batches, values_against_exact
 from minirl.critic import Critic
 from minirl.episodes import sample_rollout, success_by_prompt
+from minirl.lm.cpu_decode import cpu_has_bfloat16_units
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, maze_recipe, model_kind
 from minirl.results import Record, history_figures
@@ -86,8 +88,9 @@ def check_algos(algos: Sequence[str]) -> None:
         raise ValueError(f"algos must be some of {list(ALGOS)}; got {list(algos)}")
 
 
-def _recipe(kind: str, quick: bool, steps: int | None) -> LMRecipe:
+def _recipe(kind: str, quick: bool, steps: int | None, cpu_bf16: bool = False) -> LMRecipe:
     recipe = quick_recipe(maze_recipe(kind)) if quick else maze_recipe(kind)
+    recipe = recipe.with_(cpu_bfloat16=True) if cpu_bf16 else recipe
     return recipe if steps is None else recipe.with_(steps=steps)
 
 
@@ -150,6 +153,7 @@ def maze_seed(
     out: dict[str, Any] | None = None,
     saved: Callable[[], Any] | None = None,
     algos: Sequence[str] = ALGOS,
+    cpu_bf16: bool = False,
 ) -> dict[str, Any]:
     """One seed: base model, timed rollout, warm start, the critic's values, then each of ``algos`` from the warm
     start, each measured from every start cell.
@@ -158,7 +162,7 @@ def maze_seed(
     after each stage, so a stopped run keeps the stages it finished."""
     out = {} if out is None else out
     saved = saved or (lambda: None)
-    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps)
+    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps, cpu_bf16)
     task = TextMazeTask()
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
     out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]))
@@ -294,23 +298,26 @@ def maze_part(
     steps: int | None = None,
     samples: int | None = None,
     algos: Sequence[str] = ALGOS,
+    cpu_bf16: bool = False,
 ) -> dict[str, bool]:
     """Every seed into ``record.figures`` (or its ``key`` entry), saved after each when ``save``; prints the table
     and returns the targets. ``steps``: GRPO steps instead of the recipe's (the record keeps the recipe run);
     ``samples``: sampled walks per start cell instead of the budget's (the record keeps the budgets run);
-    ``algos``: the RL arms run from the warm start."""
+    ``algos``: the RL arms run from the warm start; ``cpu_bf16``: the recipe with ``cpu_bfloat16`` (a probe)."""
     check_algos(algos)
     kind = model_kind(SMOLLM2_ALIAS, device)
     budgets = dict(QUICK_BUDGETS if quick else BUDGETS, **({} if samples is None else {"samples": samples}))
-    recipe = _recipe(kind, quick, steps)
+    recipe = _recipe(kind, quick, steps, cpu_bf16)
     seeds, figures = part_figures(
         record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), budgets=budgets, quick=quick, algos=algos
     )
+    figures["cpu_bfloat16_units"] = cpu_has_bfloat16_units()
     runs: list[dict[str, Any]] = []
     figures["runs"] = runs
     for seed in seeds:
         runs.append({})
-        maze_seed(seed, budgets, device, quick, steps, out=runs[-1], saved=record.save if save else None, algos=algos)
+        saved = record.save if save else None
+        maze_seed(seed, budgets, device, quick, steps, out=runs[-1], saved=saved, algos=algos, cpu_bf16=cpu_bf16)
     _report(runs, algos)
     return check_targets(runs)
 
@@ -322,11 +329,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="RL steps instead of the recipe's (a probe)")
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS, help="the RL arms (default both)")
     parser.add_argument("--samples", type=int, default=None, help="sampled walks per start cell (a probe)")
+    parser.add_argument("--cpu-bf16", action="store_true", help="bfloat16 autocast on a CPU, as on CUDA (a probe)")
     parser.add_argument("--save", nargs="?", const="bench_agents", default=None, metavar="NAME")
     args = parser.parse_args(argv)
     record = Record(args.save or "bench_agents", seeds=args.seeds)
     targets = maze_part(
-        record, args.seeds, args.quick, args.save is not None, steps=args.steps, samples=args.samples, algos=args.algos
+        record,
+        args.seeds,
+        args.quick,
+        args.save is not None,
+        steps=args.steps,
+        samples=args.samples,
+        algos=args.algos,
+        cpu_bf16=args.cpu_bf16,
     )
     return finish(record, targets, args.save, args.quick)
 

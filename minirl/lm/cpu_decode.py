@@ -15,6 +15,11 @@ multiply every position of every reply at once (thousands of rows), so they keep
 
 ``few_row_products(model)`` swaps the form inside a ``with`` block (``CausalLMPolicy`` wraps its ``generate``
 with it on a CPU); nothing else changes (parameters, state dict, the module tree).
+
+A second lever is the number format. Some CPUs multiply bfloat16 matrices in hardware (Intel's AMX tiles), several
+times faster than float32; ``cpu_has_bfloat16_units()`` says whether this one does, and
+``CausalLMPolicy(cpu_bfloat16=True)`` then runs the model under bfloat16 autocast, as on CUDA. Unlike the
+weight-first form it changes the numbers (8 bits of mantissa in every product), so it is a knob, off by default.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from collections.abc import Iterator
 import torch
 from torch import nn
 
-__all__ = ["FEW_ROWS", "FewRowsLinear", "few_row_products"]
+__all__ = ["FEW_ROWS", "FewRowsLinear", "cpu_has_bfloat16_units", "few_row_products"]
 
 FEW_ROWS = 16
 """Products with 2 to this many rows take the weight-first form (``FewRowsLinear``); one row is a matrix-vector
@@ -59,3 +64,13 @@ def few_row_products(model: nn.Module) -> Iterator[nn.Module]:
     finally:
         for m in linears:
             m.__class__ = nn.Linear
+
+
+def cpu_has_bfloat16_units() -> bool:
+    """True when this CPU multiplies bfloat16 tiles in hardware (AMX), where ``CausalLMPolicy(cpu_bfloat16=True)``
+    pays; False elsewhere, or when this build of torch cannot tell (the probe is a private ``torch.cpu`` one)."""
+    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    try:
+        return bool(probe()) if probe is not None else False
+    except RuntimeError:
+        return False

@@ -120,6 +120,10 @@ class CausalLMPolicy(nn.Module):
         weight_first_decode: on a CPU, ``sample`` and ``greedy`` compute generation's matrix products of 2 to
             ``FEW_ROWS`` rows in the weight-first form (``minirl.lm.cpu_decode``; the same values, faster there);
             False keeps ``nn.Linear``'s form (``minirl.bench.cpu_decode`` times both).
+        cpu_bfloat16: on a CPU too, every forward pass runs under bfloat16 autocast, as it always does on CUDA
+            (weights and optimizer state stay float32). Off by default: it pays only where the CPU multiplies
+            bfloat16 in hardware (AMX, ``cpu_has_bfloat16_units``) and changes the numbers of every run, so the
+            CPU records, made without it, would no longer repeat; ``minirl.bench.agents --cpu-bf16`` measures it.
     """
 
     # a frozen copy doubles the model's memory and its forward pass is a large part of a step: the loop measures
@@ -134,6 +138,7 @@ class CausalLMPolicy(nn.Module):
         *,
         share_prompt_cache: bool = True,
         weight_first_decode: bool = True,
+        cpu_bfloat16: bool = False,
     ):
         super().__init__()
         if not (isinstance(max_new_tokens, int) and max_new_tokens > 0):
@@ -149,6 +154,9 @@ class CausalLMPolicy(nn.Module):
         self.max_new_tokens = max_new_tokens
         self.share_prompt_cache = share_prompt_cache
         self.weight_first_decode = weight_first_decode
+        if not isinstance(cpu_bfloat16, bool):
+            raise ValueError(f"cpu_bfloat16 must be True or False; got {cpu_bfloat16!r}")
+        self.cpu_bfloat16 = cpu_bfloat16
 
     # ---- small helpers -------------------------------------------------------------------------
 
@@ -166,9 +174,11 @@ class CausalLMPolicy(nn.Module):
         return self.eos_token_id if pad is None else pad
 
     def _autocast(self):
-        """bfloat16 autocast for a float32 model on CUDA; nothing on CPU."""
-        if self.device.type == "cuda" and next(self.model.parameters()).dtype == torch.float32:
-            return torch.autocast("cuda", dtype=torch.bfloat16)
+        """bfloat16 autocast for a float32 model on CUDA, and on a CPU when ``cpu_bfloat16``; else nothing."""
+        device = self.device.type
+        wanted = device == "cuda" or (device == "cpu" and self.cpu_bfloat16)
+        if wanted and next(self.model.parameters()).dtype == torch.float32:
+            return torch.autocast(device, dtype=torch.bfloat16)
         return contextlib.nullcontext()
 
     def _few_rows(self):
