@@ -51,13 +51,14 @@ def test_a_quick_run_measures_every_stage_on_both_kinds(tmp_path, monkeypatch, c
 
 def test_a_probe_keeps_the_task_settings_it_ran_and_passes_them_to_every_seed(monkeypatch):
     """``--call-cost``, ``--easy`` and ``--demo-call-rate`` reach each seed's task and the record (figures["task"]),
-    without a model: ``calculator_seed`` is replaced by one that reports the task it was given."""
+    ``--cpu-bf16`` each seed and the record's recipe, without a model: ``calculator_seed`` is replaced by one that
+    reports what it was given."""
     import minirl.bench.calculator as bc
 
     seen = []
 
-    def fake_seed(seed, device, quick, steps, out, saved, algos, task):
-        seen.append(task)
+    def fake_seed(seed, device, quick, steps, out, saved, algos, task, cpu_bf16):
+        seen.append((task, cpu_bf16))
         arm = {"accuracy": {"tool": 1.0, "head": 1.0}, "call_rate": {"tool": 1.0, "head": 0.0}}
         out.update(seed=seed, warm={"seconds": 1.0, "steps": 2}, base=arm)
         out.update({a: {**arm, "run": {"train_seconds": 1.0, "steps": 1}} for a in algos})
@@ -68,8 +69,9 @@ def test_a_probe_keeps_the_task_settings_it_ran_and_passes_them_to_every_seed(mo
     record = Record("bench_calculator_probe", seeds=[0, 1])
     argv = ["--seeds", "0", "1", "--algos", "grpo", "--call-cost", "0.3", "--easy", "times_ten"]
     monkeypatch.setattr(bc, "Record", lambda name, seeds: record)
-    assert bc.main([*argv, "--demo-call-rate", "0.25"]) == 0
-    assert [(t.call_cost, t.easy, t.demo_call_rate) for t in seen] == [(0.3, "times_ten", 0.25)] * 2
+    assert bc.main([*argv, "--demo-call-rate", "0.25", "--cpu-bf16"]) == 0
+    assert [(t.call_cost, t.easy, t.demo_call_rate, bf16) for t, bf16 in seen] == [(0.3, "times_ten", 0.25, True)] * 2
+    assert record.figures["recipe"]["cpu_bfloat16"] is True and isinstance(record.figures["cpu_bfloat16_units"], bool)
     assert record.figures["task"] == {
         "call_cost": 0.3,
         "easy": "times_ten",

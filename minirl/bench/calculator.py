@@ -41,6 +41,7 @@ import torch
 from minirl.bench import finish, part_figures
 from minirl.bench.agents import ALGOS, check_algos, quick_recipe
 from minirl.episodes import greedy_rollout, sample_rollout
+from minirl.lm.cpu_decode import cpu_has_bfloat16_units
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, calculator_recipe, model_kind
 from minirl.results import Record, history_figures
@@ -56,8 +57,9 @@ SAMPLES = 8
 """Episodes sampled per evaluation problem for the sampled rates (40 problems: 160 episodes of each kind)."""
 
 
-def _recipe(kind: str, quick: bool, steps: int | None) -> LMRecipe:
+def _recipe(kind: str, quick: bool, steps: int | None, cpu_bf16: bool = False) -> LMRecipe:
     recipe = quick_recipe(calculator_recipe(kind)).with_(eval_prompts=4) if quick else calculator_recipe(kind)
+    recipe = recipe.with_(cpu_bfloat16=True) if cpu_bf16 else recipe
     return recipe if steps is None else recipe.with_(steps=steps)
 
 
@@ -97,13 +99,15 @@ def calculator_seed(
     saved=None,
     algos: Sequence[str] = ALGOS,
     task: CalculatorTask | None = None,
+    cpu_bf16: bool = False,
 ) -> dict[str, Any]:
     """One seed: the base model, the warm start, then each of ``algos`` from the warm start, each measured by
     ``measure``. The figures go into ``out`` stage by stage; ``saved`` is called after each stage. ``task``: the
-    calculator task (default ``CalculatorTask()``; a probe changes its ``call_cost``, ``easy``, ``demo_call_rate``)."""
+    calculator task (default ``CalculatorTask()``; a probe changes its ``call_cost``, ``easy``, ``demo_call_rate``);
+    ``cpu_bf16``: the recipe with ``cpu_bfloat16`` (a probe)."""
     out = {} if out is None else out
     saved = saved or (lambda: None)
-    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps)
+    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps, cpu_bf16)
     samples = 1 if quick else SAMPLES
     task = CalculatorTask() if task is None else task
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
@@ -161,26 +165,27 @@ def calculator_part(
     steps: int | None = None,
     algos: Sequence[str] = ALGOS,
     task: dict[str, Any] | None = None,
+    cpu_bf16: bool = False,
 ) -> dict[str, bool]:
     """Every seed into ``record.figures`` (or its ``key`` entry), saved after each stage when ``save``; prints the
     table and returns the targets. ``steps``: RL steps instead of the recipe's (the record keeps the recipe run);
     ``task``: settings of ``CalculatorTask`` other than its defaults (the record keeps the task's settings)."""
     check_algos(algos)
     kind = model_kind(SMOLLM2_ALIAS, device)
-    recipe = _recipe(kind, quick, steps)
+    recipe = _recipe(kind, quick, steps, cpu_bf16)
     calc = CalculatorTask(**(task or {}))
     settings = {k: getattr(calc, k) for k in TASK_SETTINGS}
     seeds, figures = part_figures(
         record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), quick=quick, task=settings
     )
     figures["algos"] = list(algos)
+    figures["cpu_bfloat16_units"] = cpu_has_bfloat16_units()
     runs: list[dict[str, Any]] = []
     figures["runs"] = runs
     for seed in seeds:
         runs.append({})
-        calculator_seed(
-            seed, device, quick, steps, out=runs[-1], saved=record.save if save else None, algos=algos, task=calc
-        )
+        saved = record.save if save else None
+        calculator_seed(seed, device, quick, steps, runs[-1], saved, algos, task=calc, cpu_bf16=cpu_bf16)
     print("\nThe calculator, SmolLM2: greedy on the evaluation problems")
     for r in runs:
         print(f"  seed {r['seed']}: warm start {r['warm']['steps']} steps {r['warm']['seconds']:.0f} s")
@@ -202,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--demo-call-rate", type=float, default=None, help="the demonstrator's share of calls (a probe; default 0.25)"
     )
+    parser.add_argument("--cpu-bf16", action="store_true", help="bfloat16 autocast on a CPU, as on CUDA (a probe)")
     parser.add_argument("--save", nargs="?", const="bench_calculator", default=None, metavar="NAME")
     args = parser.parse_args(argv)
     changes = {"call_cost": args.call_cost, "easy": args.easy, "demo_call_rate": args.demo_call_rate}
@@ -214,6 +220,7 @@ def main(argv: list[str] | None = None) -> int:
         steps=args.steps,
         algos=args.algos,
         task={k: v for k, v in changes.items() if v is not None},
+        cpu_bf16=args.cpu_bf16,
     )
     return finish(record, targets, args.save, args.quick)
 

@@ -14,9 +14,10 @@ from minirl.report._format import _load, _seconds, missing, pct, provenance, tab
 LEVER_PROBES = ("bench_agents_gpu_warm20", "bench_agents_gpu_warm80", "bench_agents_gpu_warm80_s64")
 """Records of the same benchmark with a changed recipe (each record's command and notes say how)."""
 
-CPU_PROBES = ("bench_agents_cpu_steps10",)
+CPU_PROBES = ("bench_agents_cpu_steps10", "bench_agents_cpu_bf16_steps10")
 """Records on 2 CPU cores with a changed recipe: RL for 10 steps instead of 30 (its command says how), so that a
-whole seed, both RL arms included, fits in a session on this CPU."""
+whole seed, both RL arms included, fits in a session on this CPU; the second also under bfloat16 autocast
+(``--cpu-bf16``), the same seed."""
 
 
 ARMS = {"grpo": "GRPO", "ppo": "PPO with a critic"}
@@ -81,6 +82,7 @@ def _one_record(data: dict[str, Any]) -> list[str]:
     f = data["figures"]
     recipe, budgets, runs = f["recipe"], f["budgets"], f["runs"]
     arms = list(f.get("algos", ["grpo"]))
+    bf16 = "; every forward pass under bfloat16 autocast on the CPU" if recipe.get("cpu_bfloat16") else ""
     lines = [
         f"The maze recipe (`maze_recipe`: a warm start of {recipe['sft_steps']} steps of "
         f"{recipe['sft_prompts_per_step']} uniform walks at learning rate {recipe['sft_learning_rate']:g}"
@@ -88,9 +90,9 @@ def _one_record(data: dict[str, Any]) -> list[str]:
         f"{' and '.join(ARMS[a] for a in arms)} "
         f"for {recipe['steps']} steps of {recipe['prompts_per_step']} start cells × {recipe['group_size']} episodes "
         f"at learning rate {recipe['learning_rate']:g}, the top {recipe['trainable_layers']} blocks training, KL β = "
-        f"{recipe['kl_coef']:g}), seeds {', '.join(str(r['seed']) for r in runs)}. Success from each of the 10 start "
-        f"cells (greedy / sampled at T = 1, {budgets['samples']} walks a cell; mean over the cells); the rollout: "
-        f"{budgets['rollout_prompts'] * budgets['rollout_group']} six-turn episodes sampled once:",
+        f"{recipe['kl_coef']:g}{bf16}), seeds {', '.join(str(r['seed']) for r in runs)}. Success from each of the 10 "
+        f"start cells (greedy / sampled at T = 1, {budgets['samples']} walks a cell; mean over the cells); the "
+        f"rollout: {budgets['rollout_prompts'] * budgets['rollout_group']} six-turn episodes sampled once:",
         "",
         table(
             [
