@@ -252,9 +252,9 @@ def sample_episodes(  # noqa: C901
         kwargs = {"max_new_tokens": policy.max_new_tokens, "pad_token_id": pad, "eos_token_id": eos}
         if cache is not None:
             kwargs[policy._cache_name] = cache
-        with torch.no_grad(), policy._fork_rng(), policy._autocast(), policy._few_rows():
+        with policy._generating() as model:  # no_grad; the bfloat16 copy on a CPU with cpu_bfloat16
             torch.manual_seed(seed)
-            out = policy.model.generate(
+            out = model.generate(
                 input_ids=seq, attention_mask=attn, use_cache=True, return_dict_in_generate=True, **sampling, **kwargs
             )
         new = out.sequences[:, seq.shape[1] :].cpu()  # [alive, new_pos]

@@ -157,3 +157,70 @@ def test_the_bfloat16_probe_answers_false_when_torch_cannot_tell(monkeypatch):
 
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", broken, raising=False)
     assert cpu_has_bfloat16_units() is False
+
+
+def test_the_bfloat16_copy_holds_rounded_weights_float32_buffers_and_follows_every_update():
+    from minirl.lm.cpu_decode import Bfloat16Copy
+    from minirl.lm.models import make_tiny_lm
+
+    model = make_tiny_lm(seed=0).model
+    copy = Bfloat16Copy(model)
+    pairs = list(zip(model.parameters(), copy.model.parameters()))
+    assert pairs and all(w.dtype == torch.bfloat16 and not w.requires_grad for _, w in pairs)
+    assert all(torch.equal(w, p.detach().to(torch.bfloat16)) for p, w in pairs)  # rounded, nothing else
+    buffers = [b for b in copy.model.buffers() if b.is_floating_point()]
+    assert buffers and all(b.dtype == torch.float32 for b in buffers)  # the rotary frequencies keep their bits
+    # an optimizer step (Adam, in place) and load_state_dict: the next refreshed() copies what they changed
+    optimizer = torch.optim.Adam(model.parameters(), lr=0.1)
+    model(input_ids=torch.tensor([[5, 6, 7]])).logits.sum().backward()
+    optimizer.step()
+    assert not all(torch.equal(w, p.detach().to(torch.bfloat16)) for p, w in pairs)  # stale until refreshed
+    refreshed = copy.refreshed()
+    assert refreshed is copy.model
+    assert all(torch.equal(w, p.detach().to(torch.bfloat16)) for p, w in pairs)
+    model.load_state_dict(make_tiny_lm(seed=1).model.state_dict())
+    copy.refreshed()
+    assert all(torch.equal(w, p.detach().to(torch.bfloat16)) for p, w in pairs)
+    model.eval()
+    assert copy.refreshed().training is False  # and the mode follows too
+
+
+def test_the_head_takes_a_strided_slice_as_if_it_were_contiguous():
+    from minirl.lm.cpu_decode import ContiguousInputLinear
+
+    layer = _linear(d_in=64, d_out=300).to(torch.bfloat16)
+    hidden = torch.randn(4, 7, 64, generator=torch.Generator().manual_seed(2)).to(torch.bfloat16)
+    last = hidden[:, -1:, :]  # what a model hands its head: the last position of each row, strided
+    assert not last.is_contiguous()
+    with torch.no_grad():
+        expected = layer(last.contiguous())
+        layer.__class__ = ContiguousInputLinear
+        assert torch.equal(layer(last), expected)
+
+
+def test_with_cpu_bfloat16_generation_runs_the_copy_and_stays_close_to_the_scored_model():
+    from minirl.lm.models import make_tiny_lm
+
+    policy = make_tiny_lm(seed=0, max_new_tokens=6)
+    n_weights = len(list(policy.parameters()))
+    policy.sample(["sort 3 1 2"], 2, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    assert policy._bfloat16_copy is None  # off: float32 generation, no copy
+    policy.cpu_bfloat16 = True
+    prompts = ["sort 3 1 2", "sort 9 4"]
+    runs = [policy.sample(prompts, 3, temperature=1.0, generator=torch.Generator().manual_seed(0)) for _ in range(2)]
+    assert policy._bfloat16_copy is not None and policy._bfloat16_copy.source is policy.model
+    assert len(list(policy.parameters())) == n_weights  # the copy is no submodule: the optimizer never sees it
+    assert torch.equal(runs[0].tokens, runs[1].tokens)  # the same seed, the same replies
+    # the copy's log-probabilities of the same tokens against the scoring pass (float32 weights under autocast):
+    # bfloat16 also in the residual stream and the norms: a rounding of up to 2^-9 of the value at each of a dozen
+    # steps through the tiny model's 4 blocks, so a logit of a few nats may move by a few hundredths; allow 0.05
+    # (measured 0.005 on this model)
+    rollout = runs[0]
+    scored = policy.score(prompts, rollout, temperature=1.0).log_probs
+    copy = policy._bfloat16_copy
+    policy.model, policy.cpu_bfloat16 = copy.model, False  # score with the copy itself (a bfloat16 model)
+    sampled = policy.score(prompts, rollout, temperature=1.0).log_probs
+    policy.model = copy.source
+    mask = rollout.mask.bool()
+    gap = float((sampled - scored).detach()[mask].abs().max())
+    assert 0 < gap < 0.05, f"largest gap between the copy's and the scored log-probs: {gap}"

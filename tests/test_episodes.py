@@ -179,3 +179,25 @@ def test_a_warm_start_on_the_uniform_walker_lowers_its_loss():
     losses = [r["loss"] for r in history.records]
     # a move word and its end: from ~log(99) = 4.6 nats a token for the random model to well below it
     assert losses[0] > 3.5 and losses[-1] < 0.6 * losses[0], losses
+
+
+def test_with_cpu_bfloat16_episodes_come_from_the_bfloat16_copy_with_its_cache_carried_across_turns():
+    """The same check on the bfloat16 copy that generates when ``cpu_bfloat16`` is on: each of the model's tokens
+    is the copy's most likely one given the whole episode before it, up to bfloat16 rounding (the cached and the
+    full pass sum in another order: a logit of a few units moves by ~2^-8 of it, so allow 0.05)."""
+    policy = make_tiny_lm(0, max_new_tokens=5)
+    policy.cpu_bfloat16 = True
+    prompts = TASK.eval_prompts(3)
+    rollout = sample_episodes(policy, prompts, TASK.make_env, 1, max_turns=TASK.max_turns, greedy=True)
+    copy = policy._bfloat16_copy
+    assert copy is not None and next(copy.model.parameters()).dtype == torch.bfloat16
+    ids, attn = policy.encode_prompts(prompts)
+    resp = rollout.tokens[:, 0]
+    seq, full = torch.cat([ids, resp], 1), torch.cat([attn, torch.ones_like(resp)], 1)
+    with torch.no_grad():
+        logits = copy.model(input_ids=seq, attention_mask=full, position_ids=_position_ids(full)).logits.float()
+    logits = logits[:, ids.shape[1] - 1 : -1]
+    own = rollout.mask[:, 0].bool()
+    chosen = logits.gather(-1, resp.unsqueeze(-1)).squeeze(-1)
+    shortfall = (logits.max(-1).values - chosen)[own]
+    assert int(own.sum()) > 0 and float(shortfall.max()) <= 0.05

@@ -38,6 +38,7 @@ def test_a_record_keeps_its_figures_and_provenance(tmp_path, monkeypatch):
     assert data["figures"] == {"accuracy": {"before": 0.25, "after": None}}  # NaN is not JSON: None
     assert len(data["commit"]) == 40 and isinstance(data["dirty"], list)
     assert data["machine"]["cores"] >= 1 and data["machine"]["torch"]
+    assert isinstance(data["machine"]["bfloat16_units"], bool)  # where cpu_bfloat16 pays (AMX)
     calibration = data["machine"]["calibration"]
     assert set(calibration) == {"gflops", "threads", "size", "seconds", "others_busy"}
     assert calibration["gflops"] > 0 and calibration["threads"] == torch.get_num_threads()

@@ -21,7 +21,7 @@ Every budget is a number of steps or samples; wall times are reported beside the
 
     python -m minirl.bench.agents --seeds 0 --save            # results/bench_agents.json
     python -m minirl.bench.agents --quick                     # a few steps of everything (a smoke test)
-    python -m minirl.bench.agents --seeds 0 --cpu-bf16 --save NAME   # bfloat16 autocast on a CPU (a probe)
+    python -m minirl.bench.agents --seeds 0 --cpu-bf16 --save NAME   # the recipe with cpu_bfloat16 (a probe)
 
 Targets (checked over the seeds run): 64 six-turn episodes sampled in at most 12 s; after the warm start, sampled
 success within 0.1 of the uniform walker's exact value from every cell, and no further than the uniform walker's
@@ -44,7 +44,6 @@ from minirl.bench import finish, part_figures, spread
 from minirl.bench.critic_fit import fit_values, quick_recipe, sample_batches, values_against_exact
 from minirl.critic import Critic
 from minirl.episodes import sample_rollout, success_by_prompt
-from minirl.lm.cpu_decode import cpu_has_bfloat16_units
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, maze_recipe, model_kind
 from minirl.results import Record, history_figures
@@ -311,7 +310,6 @@ def maze_part(
     seeds, figures = part_figures(
         record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), budgets=budgets, quick=quick, algos=algos
     )
-    figures["cpu_bfloat16_units"] = cpu_has_bfloat16_units()
     runs: list[dict[str, Any]] = []
     figures["runs"] = runs
     for seed in seeds:
@@ -329,7 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=None, help="RL steps instead of the recipe's (a probe)")
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS, help="the RL arms (default both)")
     parser.add_argument("--samples", type=int, default=None, help="sampled walks per start cell (a probe)")
-    parser.add_argument("--cpu-bf16", action="store_true", help="bfloat16 autocast on a CPU, as on CUDA (a probe)")
+    parser.add_argument("--cpu-bf16", action="store_true", help="the recipe with cpu_bfloat16 (a probe)")
     parser.add_argument("--save", nargs="?", const="bench_agents", default=None, metavar="NAME")
     args = parser.parse_args(argv)
     record = Record(args.save or "bench_agents", seeds=args.seeds)

@@ -41,7 +41,6 @@ import torch
 from minirl.bench import finish, part_figures
 from minirl.bench.agents import ALGOS, check_algos, quick_recipe
 from minirl.episodes import greedy_rollout, sample_rollout
-from minirl.lm.cpu_decode import cpu_has_bfloat16_units
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, calculator_recipe, model_kind
 from minirl.results import Record, history_figures
@@ -179,7 +178,6 @@ def calculator_part(
         record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), quick=quick, task=settings
     )
     figures["algos"] = list(algos)
-    figures["cpu_bfloat16_units"] = cpu_has_bfloat16_units()
     runs: list[dict[str, Any]] = []
     figures["runs"] = runs
     for seed in seeds:
@@ -207,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--demo-call-rate", type=float, default=None, help="the demonstrator's share of calls (a probe; default 0.25)"
     )
-    parser.add_argument("--cpu-bf16", action="store_true", help="bfloat16 autocast on a CPU, as on CUDA (a probe)")
+    parser.add_argument("--cpu-bf16", action="store_true", help="the recipe with cpu_bfloat16 (a probe)")
     parser.add_argument("--save", nargs="?", const="bench_calculator", default=None, metavar="NAME")
     args = parser.parse_args(argv)
     changes = {"call_cost": args.call_cost, "easy": args.easy, "demo_call_rate": args.demo_call_rate}

@@ -17,20 +17,27 @@ multiply every position of every reply at once (thousands of rows), so they keep
 with it on a CPU); nothing else changes (parameters, state dict, the module tree).
 
 A second lever is the number format. Some CPUs multiply bfloat16 matrices in hardware (Intel's AMX tiles), several
-times faster than float32; ``cpu_has_bfloat16_units()`` says whether this one does, and
-``CausalLMPolicy(cpu_bfloat16=True)`` then runs the model under bfloat16 autocast, as on CUDA. Unlike the
-weight-first form it changes the numbers (8 bits of mantissa in every product), so it is a knob, off by default.
+times faster than float32; ``cpu_has_bfloat16_units()`` says whether this one does. ``CausalLMPolicy(cpu_bfloat16=
+True)`` then generates with a ``Bfloat16Copy`` of the model and runs the loss's passes under bfloat16 autocast, as
+on CUDA. Unlike the weight-first form it changes the numbers (8 bits of mantissa), so it is a knob, off by default.
+
+Why a copy for generating, not autocast alone: autocast casts each float32 weight to bfloat16 again at every
+generated token (only the products run in bfloat16; the residual stream, norms and attention stay float32, twice
+the bytes), and a float32 weight matrix is what the weight-first form wants. The copy stores its weights in
+bfloat16 once and runs everything in bfloat16; ``python -m minirl.bench.agents --cpu-bf16`` times the maze's
+rollout with it (RESULTS.md, "Language models on a CPU: bfloat16 where the CPU has matrix units").
 """
 
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator
 
 import torch
 from torch import nn
 
-__all__ = ["FEW_ROWS", "FewRowsLinear", "cpu_has_bfloat16_units", "few_row_products"]
+__all__ = ["FEW_ROWS", "Bfloat16Copy", "FewRowsLinear", "cpu_has_bfloat16_units", "few_row_products"]
 
 FEW_ROWS = 16
 """Products with 2 to this many rows take the weight-first form (``FewRowsLinear``); one row is a matrix-vector
@@ -64,6 +71,52 @@ def few_row_products(model: nn.Module) -> Iterator[nn.Module]:
     finally:
         for m in linears:
             m.__class__ = nn.Linear
+
+
+class ContiguousInputLinear(nn.Linear):
+    """``nn.Linear`` that makes its input contiguous first. The output head gets a slice of the hidden states (the
+    last position of each row); in bfloat16 on a CPU, torch multiplies such a strided ``[rows, 1, d_in]`` input by
+    broadcasting the weight to every row (a copy of it per row), about a thousand times slower than the same
+    product on a contiguous input (float32 folds the rows and is not affected)."""
+
+    def forward(self, input: torch.Tensor) -> torch.Tensor:
+        return super().forward(input.contiguous())
+
+
+class Bfloat16Copy:
+    """A copy of a float32 ``model`` with its weights stored in bfloat16, for generating on a CPU without gradients.
+
+    ``refreshed()`` returns the copy after copying (rounded) every weight of ``model`` changed in place since the
+    last call: an optimizer step and ``load_state_dict`` both bump a tensor's version counter, so a sample always
+    comes from the current weights. Buffers stay float32 (the rotary frequencies: rounded to bfloat16, positions
+    in the hundreds would turn by the wrong angle). The copy is not a submodule of anything: no optimizer sees it.
+
+    Its numbers differ from ``model`` under autocast (the pass that scores the tokens) by bfloat16 rounding, so the
+    sampler and the learner disagree a little, as a bfloat16 inference engine and its trainer do; the loss uses the
+    scored log-probs, never the sampler's. ``tests/test_cpu_decode.py`` bounds the gap on the tiny model.
+    """
+
+    def __init__(self, model: nn.Module):
+        self.source = model
+        self.model = copy.deepcopy(model).requires_grad_(False)
+        for weight in self.model.parameters():
+            weight.grad = None
+            weight.data = weight.data.to(torch.bfloat16)
+        head = self.model.get_output_embeddings() if hasattr(self.model, "get_output_embeddings") else None
+        if type(head) is nn.Linear:
+            head.__class__ = ContiguousInputLinear
+        self._pairs = list(zip(model.parameters(), self.model.parameters()))
+        self._versions = [(source._version, source.data_ptr()) for source, _ in self._pairs]
+
+    def refreshed(self) -> nn.Module:
+        """The bfloat16 copy, equal (rounded) to ``source``'s weights now, in ``source``'s train/eval mode."""
+        with torch.no_grad():
+            for i, (source, weight) in enumerate(self._pairs):
+                version = (source._version, source.data_ptr())  # changed in place, or moved
+                if version != self._versions[i]:
+                    weight.copy_(source)
+                    self._versions[i] = version
+        return self.model.train(self.source.training)
 
 
 def cpu_has_bfloat16_units() -> bool:

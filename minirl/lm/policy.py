@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from minirl.lm.cpu_decode import few_row_products
+from minirl.lm.cpu_decode import Bfloat16Copy, few_row_products
 from minirl.lm.scoring import completion_log_probs, kept_token_scores
 from minirl.protocols import Rollout, TokenScores
 
@@ -120,10 +120,11 @@ class CausalLMPolicy(nn.Module):
         weight_first_decode: on a CPU, ``sample`` and ``greedy`` compute generation's matrix products of 2 to
             ``FEW_ROWS`` rows in the weight-first form (``minirl.lm.cpu_decode``; the same values, faster there);
             False keeps ``nn.Linear``'s form (``minirl.bench.cpu_decode`` times both).
-        cpu_bfloat16: on a CPU too, every forward pass runs under bfloat16 autocast, as it always does on CUDA
-            (weights and optimizer state stay float32). Off by default: it pays only where the CPU multiplies
-            bfloat16 in hardware (AMX, ``cpu_has_bfloat16_units``) and changes the numbers of every run, so the
-            CPU records, made without it, would no longer repeat; ``minirl.bench.agents --cpu-bf16`` measures it.
+        cpu_bfloat16: on a CPU too, the loss's passes run under bfloat16 autocast, as they always do on CUDA
+            (weights and optimizer state stay float32), and ``sample`` and ``greedy`` generate with a bfloat16
+            copy of the model (``minirl.lm.cpu_decode.Bfloat16Copy``). Off by default: it pays only where the CPU
+            multiplies bfloat16 in hardware (AMX, ``cpu_has_bfloat16_units``) and changes the numbers of every
+            run, so the CPU records made without it would no longer repeat; ``minirl.bench.agents --cpu-bf16``.
     """
 
     # a frozen copy doubles the model's memory and its forward pass is a large part of a step: the loop measures
@@ -157,6 +158,7 @@ class CausalLMPolicy(nn.Module):
         if not isinstance(cpu_bfloat16, bool):
             raise ValueError(f"cpu_bfloat16 must be True or False; got {cpu_bfloat16!r}")
         self.cpu_bfloat16 = cpu_bfloat16
+        self._bfloat16_copy: Bfloat16Copy | None = None  # made at the first generation that wants it
 
     # ---- small helpers -------------------------------------------------------------------------
 
@@ -180,6 +182,20 @@ class CausalLMPolicy(nn.Module):
         if wanted and next(self.model.parameters()).dtype == torch.float32:
             return torch.autocast(device, dtype=torch.bfloat16)
         return contextlib.nullcontext()
+
+    @contextlib.contextmanager
+    def _generating(self):
+        """No gradients, a forked RNG, and the model to generate with: on a CPU with ``cpu_bfloat16`` its bfloat16
+        copy, refreshed from the current weights; else ``model`` itself under ``_autocast`` and ``_few_rows``."""
+        float32 = next(self.model.parameters()).dtype == torch.float32
+        with torch.no_grad(), self._fork_rng():
+            if not (self.cpu_bfloat16 and self.device.type == "cpu" and float32):
+                with self._autocast(), self._few_rows():
+                    yield self.model
+                return
+            if self._bfloat16_copy is None or self._bfloat16_copy.source is not self.model:
+                self._bfloat16_copy = Bfloat16Copy(self.model)
+            yield self._bfloat16_copy.refreshed()
 
     def _few_rows(self):
         """On a CPU, generation's few-row matrix products in the weight-first form (``minirl.lm.cpu_decode``),
@@ -259,7 +275,7 @@ class CausalLMPolicy(nn.Module):
             "use_cache": True,
             **generate_kwargs,
         }
-        with torch.no_grad(), self._fork_rng(), self._autocast(), self._few_rows():
+        with self._generating() as model:
             n_prefix, laid_ids, laid_mask = (
                 common_prefix_layout(input_ids, attention_mask)
                 if self.share_prompt_cache
@@ -273,13 +289,13 @@ class CausalLMPolicy(nn.Module):
                 # generate would run every prompt group_size times, and the batch's common prefix batch x
                 # group_size times; run each once, copy the KV cache, and let generate continue from it (it
                 # runs only the prompts' last token itself).
-                cache = self._kv_cache(self._prompt_cache(laid_ids[:, :-1], laid_mask[:, :-1], n_prefix))
+                cache = self._kv_cache(self._prompt_cache(laid_ids[:, :-1], laid_mask[:, :-1], n_prefix, model))
                 cache.batch_repeat_interleave(group_size)
                 input_ids = laid_ids.repeat_interleave(group_size, dim=0)
                 attention_mask = laid_mask.repeat_interleave(group_size, dim=0)
                 kwargs.update({"num_return_sequences": 1, self._cache_name: cache})
             torch.manual_seed(seed)
-            return self.model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+            return model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
 
     def sample(
         self, prompts: Sequence[Any], group_size: int, *, temperature: float, generator: torch.Generator | None
@@ -352,22 +368,23 @@ class CausalLMPolicy(nn.Module):
         """The KV cache of a forward pass's ``output``."""
         return getattr(output, self._cache_name)
 
-    def _prompt_cache(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, n_prefix: int = 0):
+    def _prompt_cache(self, input_ids: torch.Tensor, attention_mask: torch.Tensor, n_prefix: int = 0, model=None):
         """Run prompts ``[batch, prompt_pos]`` through the model and keep their KV cache; the first
         ``n_prefix`` columns (the same in every row, ``common_prefix_layout``) run once and their cache is
         copied to every row (``batch_repeat_interleave`` is differentiable: gradients of all rows reach
         the one prefix). Returns the model's output: ``.logits`` of the last position ``[batch, 1, vocab]``
-        and the cache (``_kv_cache``)."""
+        and the cache (``_kv_cache``). ``model``: the model to run (None: ``self.model``)."""
+        model = self.model if model is None else model
         positions = _position_ids(attention_mask)
         if not 0 < n_prefix < input_ids.shape[1]:
-            return self.model(
+            return model(
                 input_ids=input_ids,
                 attention_mask=attention_mask,
                 position_ids=positions,
                 use_cache=True,
                 logits_to_keep=1,
             )
-        prefix = self.model(
+        prefix = model(
             input_ids=input_ids[:1, :n_prefix],
             attention_mask=attention_mask[:1, :n_prefix],
             position_ids=positions[:1, :n_prefix],
@@ -376,7 +393,7 @@ class CausalLMPolicy(nn.Module):
         )
         cache = self._kv_cache(prefix)
         cache.batch_repeat_interleave(input_ids.shape[0])
-        return self.model(
+        return model(
             input_ids=input_ids[:, n_prefix:],
             attention_mask=attention_mask,
             position_ids=positions[:, n_prefix:],

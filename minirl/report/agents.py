@@ -14,10 +14,24 @@ from minirl.report._format import _load, _seconds, missing, pct, provenance, tab
 LEVER_PROBES = ("bench_agents_gpu_warm20", "bench_agents_gpu_warm80", "bench_agents_gpu_warm80_s64")
 """Records of the same benchmark with a changed recipe (each record's command and notes say how)."""
 
-CPU_PROBES = ("bench_agents_cpu_steps10", "bench_agents_cpu_bf16_steps10")
+CPU_PROBES = ("bench_agents_cpu_steps10", "bench_agents_cpu_bf16_steps10", "bench_agents_cpu_bf16copy_steps10")
 """Records on 2 CPU cores with a changed recipe: RL for 10 steps instead of 30 (its command says how), so that a
-whole seed, both RL arms included, fits in a session on this CPU; the second also under bfloat16 autocast
-(``--cpu-bf16``), the same seed."""
+whole seed, both RL arms included, fits in a session on this CPU; the second and third also with ``cpu_bfloat16``
+(``--cpu-bf16``; ``_bfloat16`` says what it did in each), the same seed."""
+
+
+AUTOCAST_ONLY = ("bench_agents_cpu_bf16_steps10",)
+"""Records made while ``cpu_bfloat16`` generated under autocast too (commit 7de75b3), before generation took a
+bfloat16 copy of the weights (``minirl.lm.cpu_decode.Bfloat16Copy``)."""
+
+
+def _bfloat16(data: dict[str, Any]) -> str:
+    """What ``cpu_bfloat16`` did in this record's run, for the recipe's sentence ("" when it was off)."""
+    if not data["figures"]["recipe"].get("cpu_bfloat16"):
+        return ""
+    if data["name"] in AUTOCAST_ONLY:
+        return "; every forward pass under bfloat16 autocast on the CPU"
+    return "; on the CPU, generation by a bfloat16 copy of the weights and the loss's passes under bfloat16 autocast"
 
 
 ARMS = {"grpo": "GRPO", "ppo": "PPO with a critic"}
@@ -82,7 +96,7 @@ def _one_record(data: dict[str, Any]) -> list[str]:
     f = data["figures"]
     recipe, budgets, runs = f["recipe"], f["budgets"], f["runs"]
     arms = list(f.get("algos", ["grpo"]))
-    bf16 = "; every forward pass under bfloat16 autocast on the CPU" if recipe.get("cpu_bfloat16") else ""
+    bf16 = _bfloat16(data)
     lines = [
         f"The maze recipe (`maze_recipe`: a warm start of {recipe['sft_steps']} steps of "
         f"{recipe['sft_prompts_per_step']} uniform walks at learning rate {recipe['sft_learning_rate']:g}"
