@@ -123,15 +123,16 @@ def test_success_rates_sample_whole_cells_at_most_walks_per_call_at_a_time(monke
     assert calls == [30]
 
 
-def test_the_cpu_bf16_flag_reaches_the_recipe_and_the_record(monkeypatch):
+def test_the_probe_flags_change_only_their_recipe_fields_and_reach_the_record(monkeypatch):
     from minirl.bench import agents
 
-    assert agents._recipe("pretrained", False, None).cpu_bfloat16 is False  # the records' recipe
-    assert agents._recipe("pretrained", False, 10, cpu_bf16=True).with_(steps=30) == agents._recipe(
-        "pretrained", False, None
-    ).with_(cpu_bfloat16=True)  # the flag changes that one setting, and --steps only the steps
+    assert agents._recipe("pretrained", False).cpu_bfloat16 is False  # the records' recipe
+    probe = agents._recipe("pretrained", False, {"steps": 10, "cpu_bfloat16": True})
+    assert probe.with_(steps=30) == agents._recipe("pretrained", False).with_(cpu_bfloat16=True)  # those two only
+    with pytest.raises(ValueError, match=r"unknown LMRecipe setting\(s\) \['stepz'\]"):
+        agents._recipe("pretrained", False, {"stepz": 10})
     seen = {}
     monkeypatch.setattr(agents, "maze_part", lambda *args, **kwargs: seen.update(kwargs) or {})
     monkeypatch.setattr(agents, "finish", lambda *args: 0)
-    assert main(["--cpu-bf16"]) == 0 and seen["cpu_bf16"] is True
-    assert main([]) == 0 and seen["cpu_bf16"] is False
+    assert main(["--cpu-bf16", "--steps", "10"]) == 0 and seen["changes"] == {"steps": 10, "cpu_bfloat16": True}
+    assert main([]) == 0 and seen["changes"] == {}

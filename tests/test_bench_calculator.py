@@ -57,8 +57,8 @@ def test_a_probe_keeps_the_task_settings_it_ran_and_passes_them_to_every_seed(mo
 
     seen = []
 
-    def fake_seed(seed, device, quick, steps, out, saved, algos, task, cpu_bf16):
-        seen.append((task, cpu_bf16))
+    def fake_seed(seed, device, quick, changes, out, saved, algos, task):
+        seen.append((task, changes))
         arm = {"accuracy": {"tool": 1.0, "head": 1.0}, "call_rate": {"tool": 1.0, "head": 0.0}}
         out.update(seed=seed, warm={"seconds": 1.0, "steps": 2}, base=arm)
         out.update({a: {**arm, "run": {"train_seconds": 1.0, "steps": 1}} for a in algos})
@@ -69,9 +69,10 @@ def test_a_probe_keeps_the_task_settings_it_ran_and_passes_them_to_every_seed(mo
     record = Record("bench_calculator_probe", seeds=[0, 1])
     argv = ["--seeds", "0", "1", "--algos", "grpo", "--call-cost", "0.3", "--easy", "times_ten"]
     monkeypatch.setattr(bc, "Record", lambda name, seeds: record)
-    assert bc.main([*argv, "--demo-call-rate", "0.25", "--cpu-bf16"]) == 0
-    assert [(t.call_cost, t.easy, t.demo_call_rate, bf16) for t, bf16 in seen] == [(0.3, "times_ten", 0.25, True)] * 2
-    assert record.figures["recipe"]["cpu_bfloat16"] is True
+    assert bc.main([*argv, "--demo-call-rate", "0.25", "--cpu-bf16", "--steps", "7"]) == 0
+    changes = {"cpu_bfloat16": True, "steps": 7}
+    assert [(t.call_cost, t.easy, t.demo_call_rate, c) for t, c in seen] == [(0.3, "times_ten", 0.25, changes)] * 2
+    assert record.figures["recipe"]["cpu_bfloat16"] is True and record.figures["recipe"]["steps"] == 7
     assert record.figures["task"] == {
         "call_cost": 0.3,
         "easy": "times_ten",

@@ -22,7 +22,19 @@ if TYPE_CHECKING:
     from minirl.hooks import RunHooks
     from minirl.results import Record
 
-__all__ = ["check_out", "finish", "keep_run", "part_figures", "spread"]
+__all__ = ["add_recipe_probes", "check_out", "finish", "keep_run", "part_figures", "recipe_changes", "spread"]
+
+
+def add_recipe_probes(parser) -> None:
+    """The flags that change a language-model benchmark's recipe for a probe (the record keeps the recipe run)."""
+    parser.add_argument("--steps", type=int, default=None, help="RL steps instead of the recipe's (a probe)")
+    parser.add_argument("--cpu-bf16", action="store_true", help="the recipe with cpu_bfloat16 (a probe)")
+
+
+def recipe_changes(args) -> dict[str, Any]:
+    """The recipe fields that ``add_recipe_probes``' flags change, only those given: ``LMRecipe.with_``'s keywords."""
+    steps = {} if args.steps is None else {"steps": args.steps}
+    return {**steps, **({"cpu_bfloat16": True} if args.cpu_bf16 else {})}
 
 
 def spread(values) -> dict[str, float]:

@@ -35,12 +35,12 @@ import argparse
 import copy
 import dataclasses
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import torch
 
-from minirl.bench import finish, part_figures, spread
+from minirl.bench import add_recipe_probes, finish, part_figures, recipe_changes, spread
 from minirl.bench.critic_fit import fit_values, quick_recipe, sample_batches, values_against_exact
 from minirl.critic import Critic
 from minirl.episodes import sample_rollout, success_by_prompt
@@ -87,10 +87,9 @@ def check_algos(algos: Sequence[str]) -> None:
         raise ValueError(f"algos must be some of {list(ALGOS)}; got {list(algos)}")
 
 
-def _recipe(kind: str, quick: bool, steps: int | None, cpu_bf16: bool = False) -> LMRecipe:
-    recipe = quick_recipe(maze_recipe(kind)) if quick else maze_recipe(kind)
-    recipe = recipe.with_(cpu_bfloat16=True) if cpu_bf16 else recipe
-    return recipe if steps is None else recipe.with_(steps=steps)
+def _recipe(kind: str, quick: bool, changes: Mapping[str, Any] | None = None) -> LMRecipe:
+    """The maze recipe for ``kind`` (shortened by ``quick``) with a probe's ``changes`` (``recipe_changes``)."""
+    return (quick_recipe(maze_recipe(kind)) if quick else maze_recipe(kind)).with_(**(changes or {}))
 
 
 def _by_cell(task: TextMazeTask, rates: torch.Tensor) -> dict[str, float]:
@@ -148,11 +147,10 @@ def maze_seed(
     budgets: dict[str, Any],
     device: str | None = None,
     quick: bool = False,
-    steps: int | None = None,
+    changes: Mapping[str, Any] | None = None,
     out: dict[str, Any] | None = None,
     saved: Callable[[], Any] | None = None,
     algos: Sequence[str] = ALGOS,
-    cpu_bf16: bool = False,
 ) -> dict[str, Any]:
     """One seed: base model, timed rollout, warm start, the critic's values, then each of ``algos`` from the warm
     start, each measured from every start cell.
@@ -161,7 +159,7 @@ def maze_seed(
     after each stage, so a stopped run keeps the stages it finished."""
     out = {} if out is None else out
     saved = saved or (lambda: None)
-    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps, cpu_bf16)
+    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, changes)
     task = TextMazeTask()
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
     out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]))
@@ -294,19 +292,19 @@ def maze_part(
     save: bool = False,
     key: str | None = None,
     device: str | None = None,
-    steps: int | None = None,
+    changes: Mapping[str, Any] | None = None,
     samples: int | None = None,
     algos: Sequence[str] = ALGOS,
-    cpu_bf16: bool = False,
 ) -> dict[str, bool]:
     """Every seed into ``record.figures`` (or its ``key`` entry), saved after each when ``save``; prints the table
-    and returns the targets. ``steps``: GRPO steps instead of the recipe's (the record keeps the recipe run);
+    and returns the targets. ``changes``: recipe fields a probe changes (``recipe_changes``: the RL steps,
+    ``cpu_bfloat16``; the record keeps the recipe run);
     ``samples``: sampled walks per start cell instead of the budget's (the record keeps the budgets run);
-    ``algos``: the RL arms run from the warm start; ``cpu_bf16``: the recipe with ``cpu_bfloat16`` (a probe)."""
+    ``algos``: the RL arms run from the warm start."""
     check_algos(algos)
     kind = model_kind(SMOLLM2_ALIAS, device)
     budgets = dict(QUICK_BUDGETS if quick else BUDGETS, **({} if samples is None else {"samples": samples}))
-    recipe = _recipe(kind, quick, steps, cpu_bf16)
+    recipe = _recipe(kind, quick, changes)
     seeds, figures = part_figures(
         record, seeds, key, kind=kind, recipe=dataclasses.asdict(recipe), budgets=budgets, quick=quick, algos=algos
     )
@@ -315,7 +313,7 @@ def maze_part(
     for seed in seeds:
         runs.append({})
         saved = record.save if save else None
-        maze_seed(seed, budgets, device, quick, steps, out=runs[-1], saved=saved, algos=algos, cpu_bf16=cpu_bf16)
+        maze_seed(seed, budgets, device, quick, changes, out=runs[-1], saved=saved, algos=algos)
     _report(runs, algos)
     return check_targets(runs)
 
@@ -324,10 +322,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The text maze walked by SmolLM2 (minirl.bench.agents).")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the seeds to run (default 0)")
     parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
-    parser.add_argument("--steps", type=int, default=None, help="RL steps instead of the recipe's (a probe)")
+    add_recipe_probes(parser)
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS, help="the RL arms (default both)")
     parser.add_argument("--samples", type=int, default=None, help="sampled walks per start cell (a probe)")
-    parser.add_argument("--cpu-bf16", action="store_true", help="the recipe with cpu_bfloat16 (a probe)")
     parser.add_argument("--save", nargs="?", const="bench_agents", default=None, metavar="NAME")
     args = parser.parse_args(argv)
     record = Record(args.save or "bench_agents", seeds=args.seeds)
@@ -336,10 +333,9 @@ def main(argv: list[str] | None = None) -> int:
         args.seeds,
         args.quick,
         args.save is not None,
-        steps=args.steps,
+        changes=recipe_changes(args),
         samples=args.samples,
         algos=args.algos,
-        cpu_bf16=args.cpu_bf16,
     )
     return finish(record, targets, args.save, args.quick)
 

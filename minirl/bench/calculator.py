@@ -33,12 +33,12 @@ import argparse
 import copy
 import dataclasses
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
 
-from minirl.bench import finish, part_figures
+from minirl.bench import add_recipe_probes, finish, part_figures, recipe_changes
 from minirl.bench.agents import ALGOS, check_algos, quick_recipe
 from minirl.episodes import greedy_rollout, sample_rollout
 from minirl.lm.models import SMOLLM2_ALIAS
@@ -56,10 +56,10 @@ SAMPLES = 8
 """Episodes sampled per evaluation problem for the sampled rates (40 problems: 160 episodes of each kind)."""
 
 
-def _recipe(kind: str, quick: bool, steps: int | None, cpu_bf16: bool = False) -> LMRecipe:
+def _recipe(kind: str, quick: bool, changes: Mapping[str, Any] | None = None) -> LMRecipe:
+    """The calculator recipe for ``kind`` (shortened by ``quick``) with a probe's ``changes`` (``recipe_changes``)."""
     recipe = quick_recipe(calculator_recipe(kind)).with_(eval_prompts=4) if quick else calculator_recipe(kind)
-    recipe = recipe.with_(cpu_bfloat16=True) if cpu_bf16 else recipe
-    return recipe if steps is None else recipe.with_(steps=steps)
+    return recipe.with_(**(changes or {}))
 
 
 def _by_kind(prompts, values) -> dict[str, float]:
@@ -93,20 +93,19 @@ def calculator_seed(
     seed: int,
     device: str | None = None,
     quick: bool = False,
-    steps: int | None = None,
+    changes: Mapping[str, Any] | None = None,
     out: dict[str, Any] | None = None,
     saved=None,
     algos: Sequence[str] = ALGOS,
     task: CalculatorTask | None = None,
-    cpu_bf16: bool = False,
 ) -> dict[str, Any]:
     """One seed: the base model, the warm start, then each of ``algos`` from the warm start, each measured by
     ``measure``. The figures go into ``out`` stage by stage; ``saved`` is called after each stage. ``task``: the
     calculator task (default ``CalculatorTask()``; a probe changes its ``call_cost``, ``easy``, ``demo_call_rate``);
-    ``cpu_bf16``: the recipe with ``cpu_bfloat16`` (a probe)."""
+    ``changes``: recipe fields a probe changes (``recipe_changes``)."""
     out = {} if out is None else out
     saved = saved or (lambda: None)
-    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, steps, cpu_bf16)
+    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, changes)
     samples = 1 if quick else SAMPLES
     task = CalculatorTask() if task is None else task
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
@@ -161,17 +160,17 @@ def calculator_part(
     save: bool = False,
     key: str | None = None,
     device: str | None = None,
-    steps: int | None = None,
+    changes: Mapping[str, Any] | None = None,
     algos: Sequence[str] = ALGOS,
     task: dict[str, Any] | None = None,
-    cpu_bf16: bool = False,
 ) -> dict[str, bool]:
     """Every seed into ``record.figures`` (or its ``key`` entry), saved after each stage when ``save``; prints the
-    table and returns the targets. ``steps``: RL steps instead of the recipe's (the record keeps the recipe run);
+    table and returns the targets. ``changes``: recipe fields a probe changes (``recipe_changes``: the RL steps,
+    ``cpu_bfloat16``; the record keeps the recipe run);
     ``task``: settings of ``CalculatorTask`` other than its defaults (the record keeps the task's settings)."""
     check_algos(algos)
     kind = model_kind(SMOLLM2_ALIAS, device)
-    recipe = _recipe(kind, quick, steps, cpu_bf16)
+    recipe = _recipe(kind, quick, changes)
     calc = CalculatorTask(**(task or {}))
     settings = {k: getattr(calc, k) for k in TASK_SETTINGS}
     seeds, figures = part_figures(
@@ -183,7 +182,7 @@ def calculator_part(
     for seed in seeds:
         runs.append({})
         saved = record.save if save else None
-        calculator_seed(seed, device, quick, steps, runs[-1], saved, algos, task=calc, cpu_bf16=cpu_bf16)
+        calculator_seed(seed, device, quick, changes, runs[-1], saved, algos, task=calc)
     print("\nThe calculator, SmolLM2: greedy on the evaluation problems")
     for r in runs:
         print(f"  seed {r['seed']}: warm start {r['warm']['steps']} steps {r['warm']['seconds']:.0f} s")
@@ -198,27 +197,25 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="SmolLM2 with a calculator (minirl.bench.calculator).")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the seeds to run (default 0)")
     parser.add_argument("--quick", action="store_true", help="a few steps of everything (a smoke test)")
-    parser.add_argument("--steps", type=int, default=None, help="RL steps instead of the recipe's (a probe)")
+    add_recipe_probes(parser)
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS, help="the RL arms (default both)")
     parser.add_argument("--call-cost", type=float, default=None, help="the cost of a call (a probe; default 0.2)")
     parser.add_argument("--easy", choices=sorted(EASY), default=None, help="the easy kind (a probe; default times_ten)")
     parser.add_argument(
         "--demo-call-rate", type=float, default=None, help="the demonstrator's share of calls (a probe; default 0.25)"
     )
-    parser.add_argument("--cpu-bf16", action="store_true", help="the recipe with cpu_bfloat16 (a probe)")
     parser.add_argument("--save", nargs="?", const="bench_calculator", default=None, metavar="NAME")
     args = parser.parse_args(argv)
-    changes = {"call_cost": args.call_cost, "easy": args.easy, "demo_call_rate": args.demo_call_rate}
+    task = {"call_cost": args.call_cost, "easy": args.easy, "demo_call_rate": args.demo_call_rate}
     record = Record(args.save or "bench_calculator", seeds=args.seeds)
     targets = calculator_part(
         record,
         args.seeds,
         args.quick,
         args.save is not None,
-        steps=args.steps,
+        changes=recipe_changes(args),
         algos=args.algos,
-        task={k: v for k, v in changes.items() if v is not None},
-        cpu_bf16=args.cpu_bf16,
+        task={k: v for k, v in task.items() if v is not None},
     )
     return finish(record, targets, args.save, args.quick)
 
