@@ -223,8 +223,10 @@ CALCULATOR_CPU_PROBES = (
     "bench_calculator_probe",
     "bench_calculator_probe_seed1",
     "bench_calculator_probe_seed2",
+    "bench_calculator_cpu_bf16_seed1",
 )
-"""Calculator records on 2 CPU cores, one seed each (each record's command spells out the task's settings)."""
+"""Calculator records on 2 CPU cores, one seed each (each record's command spells out the task's settings); the last
+with ``cpu_bfloat16`` (``--cpu-bf16``), seed 1 again."""
 
 
 LEGACY_TASK = {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
@@ -275,7 +277,7 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
     return [
         f"The calculator recipe (`calculator_recipe`: a warm start of {recipe['sft_steps']} steps on a demonstrator "
         f"that calls on {pct(task['demo_call_rate'], 0)} of its episodes whatever the problem, then "
-        f"{' and '.join(ARMS[a] for a in arms)} for {recipe['steps']} steps; a call costs {task['call_cost']:g}), "
+        f"{' and '.join(ARMS[a] for a in arms)} for {recipe['steps']} steps; a call costs {task['call_cost']:g}{_bfloat16(data)}), "
         f"seeds {', '.join(str(r['seed']) for r in runs)}; on the {recipe['eval_prompts']} evaluation problems, half "
         f"hard (two digits by two) and half easy ({EASY_WORDS[task['easy']]}), each figure hard / easy, greedy (and "
         "sampled at T = 1, 8 episodes a problem, where the record has it):",
