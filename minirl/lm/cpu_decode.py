@@ -23,9 +23,9 @@ on CUDA. Unlike the weight-first form it changes the numbers (8 bits of mantissa
 
 Why a copy for generating, not autocast alone: autocast casts each float32 weight to bfloat16 again at every
 generated token (only the products run in bfloat16; the residual stream, norms and attention stay float32, twice
-the bytes), and a float32 weight matrix is what the weight-first form wants. The copy stores its weights in
-bfloat16 once and runs everything in bfloat16; ``python -m minirl.bench.agents --cpu-bf16`` times the maze's
-rollout with it (RESULTS.md, "Language models on a CPU: bfloat16 where the CPU has matrix units").
+the bytes). The copy stores its weights in bfloat16 once and runs everything in bfloat16, in ``nn.Linear``'s form
+(the weight-first form is not used on it); ``python -m minirl.bench.agents --cpu-bf16`` times the maze's rollout
+with it (RESULTS.md, "Language models on a CPU: bfloat16 where the CPU has matrix units").
 """
 
 from __future__ import annotations

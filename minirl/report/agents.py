@@ -277,7 +277,8 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
     return [
         f"The calculator recipe (`calculator_recipe`: a warm start of {recipe['sft_steps']} steps on a demonstrator "
         f"that calls on {pct(task['demo_call_rate'], 0)} of its episodes whatever the problem, then "
-        f"{' and '.join(ARMS[a] for a in arms)} for {recipe['steps']} steps; a call costs {task['call_cost']:g}{_bfloat16(data)}), "
+        f"{' and '.join(ARMS[a] for a in arms)} for {recipe['steps']} steps; a call costs {task['call_cost']:g}"
+        f"{_bfloat16(data)}), "
         f"seeds {', '.join(str(r['seed']) for r in runs)}; on the {recipe['eval_prompts']} evaluation problems, half "
         f"hard (two digits by two) and half easy ({EASY_WORDS[task['easy']]}), each figure hard / easy, greedy (and "
         "sampled at T = 1, 8 episodes a problem, where the record has it):",
