@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from collections.abc import Iterator
+from typing import Any
 
 import torch
 from torch import nn
@@ -98,7 +99,8 @@ class Bfloat16Copy:
 
     def __init__(self, model: nn.Module):
         self.source = model
-        self.model = copy.deepcopy(model).requires_grad_(False)
+        # Any: the transformers API (get_output_embeddings, generate), which nn.Module's typing does not know
+        self.model: Any = copy.deepcopy(model).requires_grad_(False)
         for weight in self.model.parameters():
             weight.grad = None
             weight.data = weight.data.to(torch.bfloat16)
@@ -108,7 +110,7 @@ class Bfloat16Copy:
         self._pairs = list(zip(model.parameters(), self.model.parameters()))
         self._versions = [(source._version, source.data_ptr()) for source, _ in self._pairs]
 
-    def refreshed(self) -> nn.Module:
+    def refreshed(self) -> Any:
         """The bfloat16 copy, equal (rounded) to ``source``'s weights now, in ``source``'s train/eval mode."""
         with torch.no_grad():
             for i, (source, weight) in enumerate(self._pairs):

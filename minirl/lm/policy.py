@@ -23,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 import torch
@@ -184,7 +184,7 @@ class CausalLMPolicy(nn.Module):
         return contextlib.nullcontext()
 
     @contextlib.contextmanager
-    def _generating(self):
+    def _generating(self) -> Iterator[Any]:
         """No gradients, a forked RNG, and the model to generate with: on a CPU with ``cpu_bfloat16`` its bfloat16
         copy, refreshed from the current weights; else ``model`` itself under ``_autocast`` and ``_few_rows``."""
         float32 = next(self.model.parameters()).dtype == torch.float32
