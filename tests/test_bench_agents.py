@@ -94,6 +94,7 @@ def test_a_quick_run_measures_every_stage_from_every_cell(tmp_path, monkeypatch,
     assert all(v in (0.0, 1.0) for v in run["warm"]["sampled"].values())  # warm_samples: 1 walk a cell (quick)
     assert run["warm"]["noise_gap_95"] > 0.5  # one walk a cell: a uniform walker strays far
     assert "You walk through a maze" in run["prompt"]
+    assert run["generation"] == "float32"  # the tiny model on a CPU, cpu_bfloat16 off: what the record says it ran
     assert "The text maze, SmolLM2" in capsys.readouterr().out
 
 

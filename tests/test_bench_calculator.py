@@ -134,3 +134,22 @@ def test_the_report_describes_each_record_with_the_task_it_ran(monkeypatch):
     assert "calls on 25% of its episodes" in new and "a call costs 0.2" in new and "(two digits times 10)" in new
     assert "| 0 | base model | none |" in new and "| 0 | warm start | 80 steps, 2.5 min |" in new
     assert "| 0 | GRPO | 30 steps, 11.0 min | right 100% / 100%, calls 100% / 0% |" in new
+
+
+def test_the_report_says_how_a_bfloat16_run_generated_from_what_the_record_keeps():
+    """``cpu_bfloat16`` off: nothing said. On: the record's ``generation`` (``CausalLMPolicy.generation_form``) says
+    what ran; the one record made while generation ran under autocast is named, older copy records lack the key."""
+    from minirl.report.agents import AUTOCAST_ONLY, _bfloat16
+
+    def record(name, on, *forms):
+        runs = [{"seed": i} if f is None else {"seed": i, "generation": f} for i, f in enumerate(forms)]
+        return {"name": name, "figures": {"recipe": {"cpu_bfloat16": on}, "runs": runs}}
+
+    assert _bfloat16(record("r", False, "float32")) == ""
+    copy = _bfloat16(record("r", True, "bfloat16 copy", "bfloat16 copy"))
+    assert "bfloat16 copy of the weights" in copy and copy.startswith("; ")
+    assert _bfloat16(record("r", True, None)) == copy  # made before records kept the form
+    assert "every forward pass under bfloat16 autocast" in _bfloat16(record(AUTOCAST_ONLY[0], True, None))
+    assert _bfloat16(record("r", True, "bfloat16 autocast")) == ""  # on CUDA the knob changes nothing
+    with pytest.raises(ValueError, match="generated as"):
+        _bfloat16(record("r", True, "bfloat16 copy", "float32"))

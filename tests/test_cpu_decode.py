@@ -6,7 +6,7 @@ import torch
 from torch import nn
 
 from minirl.bench import cpu_decode as bench
-from minirl.lm.cpu_decode import FEW_ROWS, FewRowsLinear, few_row_products
+from minirl.lm.cpu_decode import FEW_ROWS, FewRowsLinear, few_row_products, generation_form
 
 # float32, a dot product of 64 terms of size ~1 summed in another order: each rounding is at most 2^-24 of the
 # running sum (|sum| <= ~25 here), so the two forms differ by at most ~64 · 25 · 6e-8 ≈ 1e-4 and typically 1e-6
@@ -112,6 +112,24 @@ def test_cpu_bfloat16_is_off_by_default_and_runs_the_model_in_bfloat16_when_on()
     with torch.no_grad(), policy._autocast():
         assert policy.model(input_ids=ids).logits.dtype == torch.bfloat16
     assert next(policy.model.parameters()).dtype == torch.float32  # the weights Adam moves stay float32
+
+
+def test_the_generation_form_names_what_generates_and_the_policy_follows_it():
+    from minirl.lm.models import make_tiny_lm
+
+    assert generation_form("cpu", True, torch.float32) == "bfloat16 copy"
+    assert generation_form("cpu", False, torch.float32) == "float32"
+    assert generation_form("cuda", False, torch.float32) == "bfloat16 autocast"  # cpu_bfloat16 or not
+    assert generation_form("cuda", True, torch.float32) == "bfloat16 autocast"
+    assert generation_form("cpu", True, torch.bfloat16) == "bfloat16"  # weights already bfloat16: no copy
+    policy = make_tiny_lm(seed=0, max_new_tokens=2)
+    assert policy.generation_form == "float32"
+    with policy._generating() as model:
+        assert model is policy.model and policy._bfloat16_copy is None
+    policy.cpu_bfloat16 = True
+    assert policy.generation_form == "bfloat16 copy"
+    with policy._generating() as model:
+        assert model is not policy.model and next(model.parameters()).dtype == torch.bfloat16
 
 
 def test_cpu_bfloat16_scores_close_to_float32_but_not_equal():

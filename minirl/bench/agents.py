@@ -162,7 +162,7 @@ def maze_seed(
     recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick, changes)
     task = TextMazeTask()
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
-    out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]))
+    out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]), generation=policy.generation_form)
     start = time.perf_counter()
     per_call = budgets["walks_per_call"]
     out["base"] = {**_cells(policy, task, budgets["samples"], seed, per_call), "seconds": time.perf_counter() - start}

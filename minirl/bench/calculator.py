@@ -109,7 +109,7 @@ def calculator_seed(
     samples = 1 if quick else SAMPLES
     task = CalculatorTask() if task is None else task
     policy = recipe.policy(SMOLLM2_ALIAS, device=device)
-    out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]))
+    out.update(seed=seed, prompt=policy.render(task.eval_prompts(1)[0]), generation=policy.generation_form)
     start = time.perf_counter()
     out["base"] = {**measure(policy, task, recipe.eval_prompts, samples, seed), "seconds": time.perf_counter() - start}
     saved()

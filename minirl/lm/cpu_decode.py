@@ -38,7 +38,14 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["FEW_ROWS", "Bfloat16Copy", "FewRowsLinear", "cpu_has_bfloat16_units", "few_row_products"]
+__all__ = [
+    "FEW_ROWS",
+    "Bfloat16Copy",
+    "FewRowsLinear",
+    "cpu_has_bfloat16_units",
+    "few_row_products",
+    "generation_form",
+]
 
 FEW_ROWS = 16
 """Products with 2 to this many rows take the weight-first form (``FewRowsLinear``); one row is a matrix-vector
@@ -129,3 +136,14 @@ def cpu_has_bfloat16_units() -> bool:
         return bool(probe()) if probe is not None else False
     except RuntimeError:
         return False
+
+
+def generation_form(device_type: str, cpu_bfloat16: bool, weights: torch.dtype) -> str:
+    """How a ``CausalLMPolicy`` on ``device_type`` with these ``weights`` generates (``CausalLMPolicy._generating``
+    decides by it; benchmarks keep it in their records): ``"bfloat16 copy"`` (float32 weights on a CPU with
+    ``cpu_bfloat16``), ``"bfloat16 autocast"`` (float32 weights on CUDA) or the weights' own format."""
+    if weights == torch.float32 and device_type == "cpu" and cpu_bfloat16:
+        return "bfloat16 copy"
+    if weights == torch.float32 and device_type == "cuda":
+        return "bfloat16 autocast"
+    return str(weights).removeprefix("torch.")

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from minirl.lm.cpu_decode import Bfloat16Copy, few_row_products
+from minirl.lm.cpu_decode import Bfloat16Copy, few_row_products, generation_form
 from minirl.lm.scoring import completion_log_probs, kept_token_scores
 from minirl.protocols import Rollout, TokenScores
 
@@ -175,6 +175,11 @@ class CausalLMPolicy(nn.Module):
         pad = self.tokenizer.pad_token_id
         return self.eos_token_id if pad is None else pad
 
+    @property
+    def generation_form(self) -> str:
+        """How ``sample`` and ``greedy`` run: ``"bfloat16 copy"``, ``"bfloat16 autocast"`` or the weights' format."""
+        return generation_form(self.device.type, self.cpu_bfloat16, next(self.model.parameters()).dtype)
+
     def _autocast(self):
         """bfloat16 autocast for a float32 model on CUDA, and on a CPU when ``cpu_bfloat16``; else nothing."""
         device = self.device.type
@@ -187,9 +192,8 @@ class CausalLMPolicy(nn.Module):
     def _generating(self) -> Iterator[Any]:
         """No gradients, a forked RNG, and the model to generate with: on a CPU with ``cpu_bfloat16`` its bfloat16
         copy, refreshed from the current weights; else ``model`` itself under ``_autocast`` and ``_few_rows``."""
-        float32 = next(self.model.parameters()).dtype == torch.float32
         with torch.no_grad(), self._fork_rng():
-            if not (self.cpu_bfloat16 and self.device.type == "cpu" and float32):
+            if self.generation_form != "bfloat16 copy":
                 with self._autocast(), self._few_rows():
                     yield self.model
                 return

@@ -14,23 +14,36 @@ from minirl.report._format import _load, _seconds, missing, pct, provenance, tab
 LEVER_PROBES = ("bench_agents_gpu_warm20", "bench_agents_gpu_warm80", "bench_agents_gpu_warm80_s64")
 """Records of the same benchmark with a changed recipe (each record's command and notes say how)."""
 
-CPU_PROBES = ("bench_agents_cpu_steps10", "bench_agents_cpu_bf16_steps10", "bench_agents_cpu_bf16copy_steps10")
+CPU_PROBES = (
+    "bench_agents_cpu_steps10",
+    "bench_agents_cpu_bf16_steps10",
+    "bench_agents_cpu_bf16copy_steps10",
+    "bench_agents_cpu_bf16copy_steps10_seed2",
+)
 """Records on 2 CPU cores with a changed recipe: RL for 10 steps instead of 30 (its command says how), so that a
-whole seed, both RL arms included, fits in a session on this CPU; the second and third also with ``cpu_bfloat16``
-(``--cpu-bf16``; ``_bfloat16`` says what it did in each), the same seed."""
+whole seed, both RL arms included, fits in a session on this CPU; all but the first also with ``cpu_bfloat16``
+(``--cpu-bf16``; ``_bfloat16`` says what it did in each). The first two hold seed 0, the third seeds 0 and 1, the
+last seed 2."""
 
 
 AUTOCAST_ONLY = ("bench_agents_cpu_bf16_steps10",)
 """Records made while ``cpu_bfloat16`` generated under autocast too (commit 7de75b3), before generation took a
-bfloat16 copy of the weights (``minirl.lm.cpu_decode.Bfloat16Copy``)."""
+bfloat16 copy of the weights (``minirl.lm.cpu_decode.Bfloat16Copy``) and before records kept each run's
+``generation`` (``CausalLMPolicy.generation_form``)."""
 
 
 def _bfloat16(data: dict[str, Any]) -> str:
-    """What ``cpu_bfloat16`` did in this record's run, for the recipe's sentence ("" when it was off)."""
+    """What ``cpu_bfloat16`` did in this record's run, for the recipe's sentence ("" when it was off): its runs'
+    ``generation`` where the record keeps it, else ``AUTOCAST_ONLY`` and the copy for the records between."""
     if not data["figures"]["recipe"].get("cpu_bfloat16"):
         return ""
     if data["name"] in AUTOCAST_ONLY:
         return "; every forward pass under bfloat16 autocast on the CPU"
+    forms = {r.get("generation", "bfloat16 copy") for r in data["figures"]["runs"]}
+    if forms == {"bfloat16 autocast"}:  # on CUDA, where cpu_bfloat16 changes nothing
+        return ""
+    if forms != {"bfloat16 copy"}:
+        raise ValueError(f"{data['name']}: cpu_bfloat16 on, but its runs generated as {sorted(forms)}")
     return "; on the CPU, generation by a bfloat16 copy of the weights and the loss's passes under bfloat16 autocast"
 
 
