@@ -237,9 +237,12 @@ CALCULATOR_CPU_PROBES = (
     "bench_calculator_probe_seed1",
     "bench_calculator_probe_seed2",
     "bench_calculator_cpu_bf16_seed1",
+    "bench_calculator_cpu_bf16_seeds02",
+    "bench_calculator_cpu_bf16_ppo_lam1",
 )
-"""Calculator records on 2 CPU cores, one seed each (each record's command spells out the task's settings); the last
-with ``cpu_bfloat16`` (``--cpu-bf16``), seed 1 again."""
+"""Calculator records on 2 CPU cores (each record's command spells out the task's settings): seeds 0, 1 and 2 one
+record each, then with ``cpu_bfloat16`` (``--cpu-bf16``) seed 1, seeds 0 and 2 in one record, and a probe of PPO
+with GAE's λ = 1 on seed 0 (its notes say how)."""
 
 
 LEGACY_TASK = {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
