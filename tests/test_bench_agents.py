@@ -137,3 +137,31 @@ def test_the_probe_flags_change_only_their_recipe_fields_and_reach_the_record(mo
     monkeypatch.setattr(agents, "finish", lambda *args: 0)
     assert main(["--cpu-bf16", "--steps", "10"]) == 0 and seen["changes"] == {"steps": 10, "cpu_bfloat16": True}
     assert main([]) == 0 and seen["changes"] == {}
+    knobs = ["--knob", "grpo.delta_mode=centered_rewards", "--knob", "ppo.lam=1.0"]
+    assert main(knobs) == 0
+    assert seen["changes"] == {"algo_knobs": (("grpo", "delta_mode", "centered_rewards"), ("ppo", "lam", 1.0))}
+    assert agents._recipe("pretrained", False, seen["changes"]).algorithm("ppo").lam == 1.0
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("grpo.delta_mode=centered_rewards", ("grpo", "delta_mode", "centered_rewards")),
+        ("ppo.lam=1", ("ppo", "lam", 1)),
+        ("ppo.value_learning_rate=3e-4", ("ppo", "value_learning_rate", 3e-4)),
+        ("grpo.importance_ratio=false", ("grpo", "importance_ratio", False)),
+        ("grpo.clip_eps_low=null", ("grpo", "clip_eps_low", None)),
+    ],
+)
+def test_a_knob_flag_reads_as_its_triple(text, expected):
+    from minirl.bench import parse_knob
+
+    assert parse_knob(text) == expected
+
+
+@pytest.mark.parametrize("text", ["grpo.delta_mode", "delta_mode=rewards", ".lam=1", "ppo.=1"])
+def test_a_malformed_knob_flag_says_the_form(text):
+    from minirl.bench import parse_knob
+
+    with pytest.raises(ValueError, match=r"--knob: ALGO.KNOB=VALUE"):
+        parse_knob(text)

@@ -28,7 +28,7 @@ def measured_settings() -> dict[str, dict]:
     return out
 
 
-ADDED_SINCE = {"sft_lr_schedule": "constant", "cpu_bfloat16": False}
+ADDED_SINCE = {"sft_lr_schedule": "constant", "cpu_bfloat16": False, "algo_knobs": ()}
 """LMRecipe settings added after some records were made, at the value those runs used (what a record lacks)."""
 
 
@@ -131,6 +131,23 @@ def test_the_recipe_builds_the_algorithm_with_its_kl_coefficient():
         "dapo", kl_coef=0.0, clip_eps_high=0.3
     )
     assert RECIPES["tiny"].algorithm("grpo", kl_coef=0.1).kl_coef == 0.1  # changes come last
+
+
+def test_a_probes_algo_knobs_change_their_preset_only():
+    probe = RECIPES["pretrained"].with_(algo_knobs=(("grpo", "delta_mode", "centered_rewards"), ("ppo", "lam", 1.0)))
+    assert probe.algorithm("grpo") == lm_algorithm("grpo", kl_coef=0.0, delta_mode="centered_rewards")
+    assert probe.algorithm("ppo") == RECIPES["pretrained"].algorithm("ppo").with_(lam=1.0)
+    assert probe.algorithm("dapo") == RECIPES["pretrained"].algorithm("dapo")  # no knob named for it
+    assert probe.algorithm("grpo", delta_mode="rewards").delta_mode == "rewards"  # changes still come last
+    assert RECIPES["pretrained"].algo_knobs == ()  # the recipes themselves change no knob
+    for bad, message in [
+        ((("grpo", "delta_mode"),), r"algo_knobs: \(algorithm, knob, value\) triples; got \('grpo', 'delta_mode'\)"),
+        ((("grpo", "delta_mod", "rewards"),), r"unknown AlgoConfig field\(s\) \['delta_mod'\]"),
+        ((("grpo", "delta_mode", "centred"),), "delta_mode must be one of"),
+        ((("grpp", "lam", 1.0),), "grpp"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            RECIPES["pretrained"].with_(algo_knobs=bad)
 
 
 def test_the_recipe_builds_the_train_config():

@@ -22,19 +22,51 @@ if TYPE_CHECKING:
     from minirl.hooks import RunHooks
     from minirl.results import Record
 
-__all__ = ["add_recipe_probes", "check_out", "finish", "keep_run", "part_figures", "recipe_changes", "spread"]
+__all__ = [
+    "add_recipe_probes",
+    "check_out",
+    "finish",
+    "keep_run",
+    "parse_knob",
+    "part_figures",
+    "recipe_changes",
+    "spread",
+]
 
 
 def add_recipe_probes(parser) -> None:
     """The flags that change a language-model benchmark's recipe for a probe (the record keeps the recipe run)."""
     parser.add_argument("--steps", type=int, default=None, help="RL steps instead of the recipe's (a probe)")
     parser.add_argument("--cpu-bf16", action="store_true", help="the recipe with cpu_bfloat16 (a probe)")
+    parser.add_argument(
+        "--knob",
+        action="append",
+        default=[],
+        metavar="ALGO.KNOB=VALUE",
+        help="change one algorithm's knob, e.g. grpo.delta_mode=centered_rewards or ppo.lam=1 (a probe; repeatable)",
+    )
+
+
+def parse_knob(text: str) -> tuple[str, str, Any]:
+    """``"grpo.delta_mode=centered_rewards"`` → ``("grpo", "delta_mode", "centered_rewards")``: the value read as
+    JSON (numbers, true, false, null) or else kept as text; ``LMRecipe.algo_knobs``' triples."""
+    import json
+
+    name, sep, value = text.partition("=")
+    algo, dot, knob = name.partition(".")
+    if not (sep and dot and algo and knob):
+        raise ValueError(f"--knob: ALGO.KNOB=VALUE, e.g. grpo.delta_mode=centered_rewards; got {text!r}")
+    try:
+        return algo, knob, json.loads(value)
+    except json.JSONDecodeError:
+        return algo, knob, value
 
 
 def recipe_changes(args) -> dict[str, Any]:
     """The recipe fields that ``add_recipe_probes``' flags change, only those given: ``LMRecipe.with_``'s keywords."""
     steps = {} if args.steps is None else {"steps": args.steps}
-    return {**steps, **({"cpu_bfloat16": True} if args.cpu_bf16 else {})}
+    knobs = {"algo_knobs": tuple(parse_knob(k) for k in args.knob)} if args.knob else {}
+    return {**steps, **({"cpu_bfloat16": True} if args.cpu_bf16 else {}), **knobs}
 
 
 def spread(values) -> dict[str, float]:

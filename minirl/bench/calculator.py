@@ -18,10 +18,13 @@ reported beside them.
     python -m minirl.bench.calculator --seeds 0 --save   # results/bench_calculator.json
     python -m minirl.bench.calculator --quick            # a few steps of everything (a smoke test)
     python -m minirl.bench.calculator --easy one_digit --demo-call-rate 0.5 --call-cost 0.1 --save NAME  # a probe
+    python -m minirl.bench.calculator --algos grpo --knob grpo.delta_mode=centered_rewards --save NAME  # a probe
 
 A probe changes the task (``CalculatorTask``: the easy kind, the demonstrator's share of calls, a call's cost); its
-record keeps the task's settings (``figures["task"]``). The probe above is the task before its defaults changed:
-one-digit products, which SmolLM2 gets wrong without the tool even after the warm start.
+record keeps the task's settings (``figures["task"]``). The first probe above is the task before its defaults
+changed: one-digit products, which SmolLM2 gets wrong without the tool even after the warm start. The second
+changes one arm's algorithm (``--knob ALGO.KNOB=VALUE``: ``LMRecipe.algo_knobs``; the record's recipe keeps it):
+GRPO's advantages centred in each group but not divided by its spread.
 
 Targets (checked over the seeds run): after RL, products right on at least 90% of the hard problems, a call on at
 most 20% of the easy ones, warm start + RL within 10 minutes.

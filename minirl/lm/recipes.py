@@ -85,6 +85,14 @@ def lm_algorithm(algo: str | AlgoConfig = "grpo", **changes: Any) -> AlgoConfig:
     return base.with_(name=base.name, **{**lm, **changes})
 
 
+def _check_algo_knobs(knobs) -> None:
+    """``LMRecipe.algo_knobs``: ``(algorithm, knob, value)`` triples, each a preset's knob at a value it takes."""
+    for knob in knobs:
+        if not (isinstance(knob, tuple) and len(knob) == 3):
+            raise ValueError(f"algo_knobs: (algorithm, knob, value) triples; got {knob!r}")
+        get_algorithm(knob[0]).with_(**{knob[1]: knob[2]})  # an unknown preset, knob or value names itself
+
+
 def sft_warm_start(
     policy,
     task,
@@ -163,6 +171,8 @@ class LMRecipe:
             evaluations stay greedy and pass@k samples at 1).
         cpu_bfloat16: on a CPU, run the model under bfloat16 autocast as on CUDA (``CausalLMPolicy``'s knob of
             the name: faster where the CPU has bfloat16 matrix units, other numbers than the float32 records).
+        algo_knobs: a probe's changes to the algorithms, ``(algorithm, knob, value)`` triples such as
+            ``("grpo", "delta_mode", "centered_rewards")``, applied by ``algorithm`` to that preset only.
     """
 
     learning_rate: float
@@ -185,6 +195,7 @@ class LMRecipe:
     temperature: float = 1.0
     sft_lr_schedule: str = "constant"
     cpu_bfloat16: bool = False
+    algo_knobs: tuple[tuple[str, str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -214,6 +225,7 @@ class LMRecipe:
         for name in ("lr_schedule", "sft_lr_schedule"):
             if getattr(self, name) not in ("constant", "cosine"):
                 raise ValueError(f"{name} must be 'constant' or 'cosine'; got {getattr(self, name)!r}")
+        _check_algo_knobs(self.algo_knobs)
 
     def with_(self, **changes: Any) -> LMRecipe:
         """A copy with some settings changed, e.g. ``RECIPES["tiny"].with_(steps=4, sft_steps=30)``."""
@@ -266,10 +278,12 @@ class LMRecipe:
         return policy.train_top_layers(self.trainable_layers)
 
     def algorithm(self, name: str | AlgoConfig = "grpo", **changes: Any) -> AlgoConfig:
-        """The preset ``name`` with the language-model knobs (``lm_algorithm``) and the recipe's ``kl_coef``,
-        then ``changes``."""
-        own = _OWN_KNOBS.get(get_algorithm(name).objective, ())
-        return lm_algorithm(name, **{**({} if "kl_coef" in own else {"kl_coef": self.kl_coef}), **changes})
+        """The preset ``name`` with the language-model knobs (``lm_algorithm``), the recipe's ``kl_coef`` and
+        ``algo_knobs`` for that preset, then ``changes``."""
+        base = get_algorithm(name)
+        own = _OWN_KNOBS.get(base.objective, ())
+        knobs = {k: v for algo, k, v in self.algo_knobs if algo == base.name}
+        return lm_algorithm(name, **{**({} if "kl_coef" in own else {"kl_coef": self.kl_coef}), **knobs, **changes})
 
     def warm_start(self, policy, task, seed: int = 0, progress: bool = True) -> History | None:
         """``sft_steps`` supervised steps on ``task``'s reference answers, ``sft_prompts_per_step`` (or
