@@ -42,10 +42,22 @@ from minirl.advantages import DELTA_MODES
 from minirl.losses import AGGREGATIONS
 from minirl.utils import check_positive_ints
 
-__all__ = ["ADVANTAGE_LEVELS", "ALGORITHMS", "LM_ALGORITHMS", "OBJECTIVES", "AlgoConfig", "AlgoField", "get_algorithm"]
+__all__ = [
+    "ADVANTAGE_LEVELS",
+    "ALGORITHMS",
+    "CRITIC_DELTA_MODES",
+    "LM_ALGORITHMS",
+    "OBJECTIVES",
+    "AlgoConfig",
+    "AlgoField",
+    "get_algorithm",
+]
 
 OBJECTIVES = ("policy_gradient", "dpo")
 ADVANTAGE_LEVELS = ("sequence", "token", "critic")
+
+CRITIC_DELTA_MODES = ("rewards", "centered_rewards", "normalized_rewards")
+"""The ``delta_mode`` values a critic takes: each episode's reward as it is, or scaled within its group."""
 
 
 @dataclass(frozen=True)
@@ -55,7 +67,9 @@ class AlgoConfig:
     Attributes:
         name: a label for plots and tables.
         delta_mode: how rewards become advantages: ``"rewards"``, ``"centered_rewards"``
-            or ``"normalized_rewards"`` (``compute_deltas``).
+            or ``"normalized_rewards"`` (``compute_deltas``). With ``advantage_level="critic"`` it shapes each
+            episode's reward before GAE: ``"rewards"`` (PPO's) leaves it as it is, a group mode scales it within
+            its group first, as GRPO does (a probe of what that scaling does).
         advantage_level: ``"sequence"`` (one reward per response, the outcome reward),
             ``"token"`` (one reward per position, the process reward; deltas per position) or ``"critic"``
             (one advantage per model token from a learned value, GAE: PPO for language models,
@@ -131,6 +145,11 @@ class AlgoConfig:
         check_positive_ints(value_epochs=self.value_epochs)
         if self.advantage_level == "critic" and self.objective != "policy_gradient":
             raise ValueError(f"advantage_level 'critic' needs objective 'policy_gradient'; got {self.objective!r}")
+        if self.advantage_level == "critic" and self.delta_mode not in CRITIC_DELTA_MODES:
+            raise ValueError(
+                f"advantage_level 'critic' shapes the rewards by one of {CRITIC_DELTA_MODES} before GAE; got "
+                f"delta_mode {self.delta_mode!r}"
+            )
 
     def _check_objective(self) -> None:
         """The knobs of notebook 11's objectives: online DPO's pairs and β, expert iteration's whole replies."""

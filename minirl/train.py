@@ -241,14 +241,16 @@ def _step_advantages(
 ) -> tuple[torch.Tensor, torch.Tensor | None, dict[str, float]]:
     """Step 3's advantages, π_old's log-probs when they were needed already (else None: ``policy_update`` scores
     π_old at its first inner step, before any update) and the critic's metrics. A critic with β > 0 needs π_old
-    first, for the KL in its per-token rewards (log π_old − log π_ref of each sampled token)."""
+    first, for the KL in its per-token rewards (log π_old − log π_ref of each sampled token). With a critic,
+    ``delta_mode`` shapes each episode's reward before GAE (``"rewards"``, PPO's own, leaves it as it is)."""
     if critic is None:
         return _advantages(task, algo, prompts, rollout.answers, rewards), None, {}
     old_log_probs = None
     if ref_log_probs is not None and algo.kl_coef > 0:
         old_log_probs = rollout_log_probs(policy, prompts, rollout, **score_kw)
     kl = None if old_log_probs is None or ref_log_probs is None else old_log_probs - ref_log_probs
-    advantages, metrics = critic.advantages(policy, prompts, rollout, rewards, kl)
+    shaped = compute_deltas(rewards, algo.delta_mode)  # "rewards" (PPO's): as they are; else scaled in each group
+    advantages, metrics = critic.advantages(policy, prompts, rollout, shaped, kl)
     return advantages, old_log_probs, metrics
 
 

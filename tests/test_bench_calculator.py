@@ -69,10 +69,12 @@ def test_a_probe_keeps_the_task_settings_it_ran_and_passes_them_to_every_seed(mo
     record = Record("bench_calculator_probe", seeds=[0, 1])
     argv = ["--seeds", "0", "1", "--algos", "grpo", "--call-cost", "0.3", "--easy", "times_ten"]
     monkeypatch.setattr(bc, "Record", lambda name, seeds: record)
-    assert bc.main([*argv, "--demo-call-rate", "0.25", "--cpu-bf16", "--steps", "7"]) == 0
-    changes = {"cpu_bfloat16": True, "steps": 7}
+    knob = ["--knob", "grpo.delta_mode=centered_rewards"]
+    assert bc.main([*argv, "--demo-call-rate", "0.25", "--cpu-bf16", "--steps", "7", *knob]) == 0
+    changes = {"cpu_bfloat16": True, "steps": 7, "algo_knobs": (("grpo", "delta_mode", "centered_rewards"),)}
     assert [(t.call_cost, t.easy, t.demo_call_rate, c) for t, c in seen] == [(0.3, "times_ten", 0.25, changes)] * 2
     assert record.figures["recipe"]["cpu_bfloat16"] is True and record.figures["recipe"]["steps"] == 7
+    assert record.figures["recipe"]["algo_knobs"] == (("grpo", "delta_mode", "centered_rewards"),)
     assert record.figures["task"] == {
         "call_cost": 0.3,
         "easy": "times_ten",
@@ -134,6 +136,10 @@ def test_the_report_describes_each_record_with_the_task_it_ran(monkeypatch):
     assert "calls on 25% of its episodes" in new and "a call costs 0.2" in new and "(two digits times 10)" in new
     assert "| 0 | base model | none |" in new and "| 0 | warm start | 80 steps, 2.5 min |" in new
     assert "| 0 | GRPO | 30 steps, 11.0 min | right 100% / 100%, calls 100% / 0% |" in new
+    assert "(a probe)" not in new  # the recipe's own algorithms
+    recipe["algo_knobs"] = [["grpo", "delta_mode", "centered_rewards"]]  # as JSON keeps LMRecipe.algo_knobs
+    probe = "\n".join(_calculator_record(data))
+    assert "a call costs 0.2; GRPO's delta_mode = centered_rewards (a probe))" in probe
 
 
 def test_the_report_says_how_a_bfloat16_run_generated_from_what_the_record_keeps():

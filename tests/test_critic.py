@@ -102,11 +102,37 @@ def test_ppo_is_a_language_model_preset_with_its_kl_in_the_reward():
         ({"value_learning_rate": 0.0}, "value_learning_rate must be > 0; got 0.0"),
         ({"value_epochs": 0}, "value_epochs must be"),
         ({"advantage_level": "value"}, "advantage_level must be one of"),
+        ({"delta_mode": "best_vs_worst"}, "advantage_level 'critic' shapes the rewards by one of"),
     ],
 )
 def test_bad_critic_knobs_are_refused(change, message):
     with pytest.raises(ValueError, match=message):
         get_algorithm("ppo").with_(**change)
+
+
+def test_a_group_delta_mode_scales_each_episodes_reward_within_its_group_before_the_critic():
+    """PPO's own ``delta_mode="rewards"`` hands the critic the rewards as they are; a group mode scales them as GRPO
+    does first (a probe of what that scaling does). Tolerance: float32 means and stds of four numbers near 1 agree
+    with the formula to ~1e-7; ``abs=1e-5`` leaves room for the ε of the division."""
+    from minirl.algorithms import CRITIC_DELTA_MODES
+    from minirl.train import _step_advantages
+
+    seen = []
+
+    class Recording:
+        def advantages(self, policy, prompts, rollout, rewards, kl):
+            seen.append(rewards)
+            return rewards, {}
+
+    rewards = torch.tensor([[1.0, 0.8, 1.0, 0.8], [0.0, 0.8, 0.8, 0.8]])  # [batch, trial]
+    for mode in CRITIC_DELTA_MODES:
+        _step_advantages(TASK, lm_algorithm("ppo", delta_mode=mode), Recording(), None, None, None, rewards, None, {})
+    centered = rewards - rewards.mean(dim=1, keepdim=True)
+    assert torch.equal(seen[0], rewards)
+    assert seen[1] == pytest.approx(centered, abs=1e-5)
+    assert seen[2] == pytest.approx(centered / rewards.std(dim=1, keepdim=True), abs=1e-5)
+    # scaled, the first group's gap of 0.2 moves its episodes by ±0.87, more than centring's ±0.1
+    assert seen[2][0].abs().min() > 0.8 and seen[1][0].abs().max() < 0.11
 
 
 def test_a_toy_policy_gets_a_clear_error():

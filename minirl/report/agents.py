@@ -51,6 +51,12 @@ ARMS = {"grpo": "GRPO", "ppo": "PPO with a critic"}
 """The RL arms from the warm start, in the table's order."""
 
 
+def _knobs(recipe: dict[str, Any]) -> str:
+    """A probe's changes to the arms' algorithms (``LMRecipe.algo_knobs``) for the recipe's sentence ("" for none)."""
+    knobs = recipe.get("algo_knobs") or []
+    return "".join(f"; {algo.upper()}'s {knob} = {value} (a probe)" for algo, knob, value in knobs)
+
+
 def _first_step(arm: dict[str, Any], level: float) -> str:
     """The first evaluation step at which greedy success reached ``level`` of the start cells."""
     for e in arm["run"]["evals"]:
@@ -239,10 +245,12 @@ CALCULATOR_CPU_PROBES = (
     "bench_calculator_cpu_bf16_seed1",
     "bench_calculator_cpu_bf16_seeds02",
     "bench_calculator_cpu_bf16_ppo_lam1",
+    "bench_calculator_cpu_bf16_grpo_centered",
 )
 """Calculator records on 2 CPU cores (each record's command spells out the task's settings): seeds 0, 1 and 2 one
-record each, then with ``cpu_bfloat16`` (``--cpu-bf16``) seed 1, seeds 0 and 2 in one record, and a probe of PPO
-with GAE's λ = 1 on seed 0 (its notes say how)."""
+record each, then with ``cpu_bfloat16`` (``--cpu-bf16``) seed 1, seeds 0 and 2 in one record, a probe of PPO
+with GAE's λ = 1 on seed 0 (its notes say how), and GRPO without the division by the group's spread
+(``--knob grpo.delta_mode=centered_rewards``), seeds 0 to 2."""
 
 
 LEGACY_TASK = {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
@@ -294,7 +302,7 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
         f"The calculator recipe (`calculator_recipe`: a warm start of {recipe['sft_steps']} steps on a demonstrator "
         f"that calls on {pct(task['demo_call_rate'], 0)} of its episodes whatever the problem, then "
         f"{' and '.join(ARMS[a] for a in arms)} for {recipe['steps']} steps; a call costs {task['call_cost']:g}"
-        f"{_bfloat16(data)}), "
+        f"{_knobs(recipe)}{_bfloat16(data)}), "
         f"seeds {', '.join(str(r['seed']) for r in runs)}; on the {recipe['eval_prompts']} evaluation problems, half "
         f"hard (two digits by two) and half easy ({EASY_WORDS[task['easy']]}), each figure hard / easy, greedy (and "
         "sampled at T = 1, 8 episodes a problem, where the record has it):",
