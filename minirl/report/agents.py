@@ -246,11 +246,14 @@ CALCULATOR_CPU_PROBES = (
     "bench_calculator_cpu_bf16_seeds02",
     "bench_calculator_cpu_bf16_ppo_lam1",
     "bench_calculator_cpu_bf16_grpo_centered",
+    "bench_calculator_cpu_bf16_ppo_normalized",
+    "bench_calculator_cpu_bf16_ppo_seed1",
 )
 """Calculator records on 2 CPU cores (each record's command spells out the task's settings): seeds 0, 1 and 2 one
 record each, then with ``cpu_bfloat16`` (``--cpu-bf16``) seed 1, seeds 0 and 2 in one record, a probe of PPO
-with GAE's λ = 1 on seed 0 (its notes say how), and GRPO without the division by the group's spread
-(``--knob grpo.delta_mode=centered_rewards``), seeds 0 to 2."""
+with GAE's λ = 1 on seed 0 (its notes say how), GRPO without the division by the group's spread
+(``--knob grpo.delta_mode=centered_rewards``) and PPO with GRPO's division of its rewards before GAE
+(``--knob ppo.delta_mode=normalized_rewards``), seeds 0 to 2 each, and plain PPO on seed 1."""
 
 
 LEGACY_TASK = {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
