@@ -251,7 +251,7 @@ CALCULATOR_CPU_PROBES = (
 )
 """Calculator records on 2 CPU cores (each record's command spells out the task's settings): seeds 0, 1 and 2 one
 record each, then with ``cpu_bfloat16`` (``--cpu-bf16``) seed 1, seeds 0 and 2 in one record, a probe of PPO
-with GAE's λ = 1 on seed 0 (its notes say how), GRPO without the division by the group's spread
+with GAE's λ = 1 on seed 0 (``--knob ppo.lam=1.0``), GRPO without the division by the group's spread
 (``--knob grpo.delta_mode=centered_rewards``) and PPO with GRPO's division of its rewards before GAE
 (``--knob ppo.delta_mode=normalized_rewards``), seeds 0 to 2 each, and plain PPO on seed 1."""
 
