@@ -37,10 +37,11 @@ spells out which knobs reach ``policy_loss``.
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import Any
 
 from minirl.advantages import DELTA_MODES
 from minirl.losses import AGGREGATIONS
-from minirl.utils import check_positive_ints
+from minirl.utils import check_positive_ints, read_as
 
 __all__ = [
     "ADVANTAGE_LEVELS",
@@ -51,6 +52,7 @@ __all__ = [
     "AlgoConfig",
     "AlgoField",
     "get_algorithm",
+    "parse_knob_value",
 ]
 
 OBJECTIVES = ("policy_gradient", "dpo")
@@ -251,6 +253,24 @@ def get_algorithm(algo: str | AlgoConfig) -> AlgoConfig:
     if algo not in known:
         raise ValueError(f"unknown algorithm {algo!r}; choose one of {sorted(known)} or pass an AlgoConfig")
     return known[algo]
+
+
+def parse_knob_value(knob: str, text: str) -> Any:
+    """``text`` read as the value of ``AlgoConfig``'s field ``knob``, by the field's type: ``true`` or ``false`` for
+    a bool, ``none`` for None where the field takes it, else an int, a float or the text itself (``--set``,
+    ``--knob``)."""
+    types = {f.name: str(f.type) for f in fields(AlgoConfig) if f.name != "name"}
+    if knob not in types:
+        raise ValueError(f"unknown AlgoConfig knob {knob!r}; known: {sorted(types)}")
+    annotation = types[knob]
+    if annotation.startswith("bool"):
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"{knob} expects true or false; got {text!r}")
+        return text.lower() == "true"
+    try:
+        return read_as(annotation, text)
+    except ValueError as err:
+        raise ValueError(f"{knob}: {err}") from None
 
 
 class AlgoField:

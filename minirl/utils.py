@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 import resource
 import shutil
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ __all__ = [
     "device_generator",
     "load_torch",
     "peak_memory_gb",
+    "read_as",
     "save_torch",
     "torch_threads",
     "write_json",
@@ -153,3 +155,15 @@ def _remove(path: Path) -> None:
         shutil.rmtree(path)
     elif path.exists():
         path.unlink()
+
+
+def read_as(annotation: str, text: str) -> Any:
+    """``text`` read as a dataclass field annotated ``annotation`` (``"int"``, ``"float | None"``, ``"str"``...):
+    ``none`` gives None where the annotation allows it. Raises ValueError ("expected float; got 'x'")."""
+    if "None" in annotation and text.lower() == "none":
+        return None
+    convert = int if re.search(r"\bint\b", annotation) else float if "float" in annotation else str
+    try:
+        return convert(text)
+    except ValueError:
+        raise ValueError(f"expected {annotation}; got {text!r}") from None

@@ -150,13 +150,32 @@ def test_the_probe_flags_change_only_their_recipe_fields_and_reach_the_record(mo
         ("ppo.lam=1", ("ppo", "lam", 1)),
         ("ppo.value_learning_rate=3e-4", ("ppo", "value_learning_rate", 3e-4)),
         ("grpo.importance_ratio=false", ("grpo", "importance_ratio", False)),
-        ("grpo.clip_eps_low=null", ("grpo", "clip_eps_low", None)),
+        ("grpo.clip_eps_low=none", ("grpo", "clip_eps_low", None)),
+        ("grpo.inner_epochs=4", ("grpo", "inner_epochs", 4)),
     ],
 )
 def test_a_knob_flag_reads_as_its_triple(text, expected):
     from minirl.bench import parse_knob
 
     assert parse_knob(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("ppo.lam=abc", r"--knob 'ppo.lam=abc': lam: expected float; got 'abc'"),
+        ("grpo.importance_ratio=yes", r"importance_ratio expects true or false; got 'yes'"),
+        ("grpo.inner_epochs=2.5", r"inner_epochs: expected int; got '2.5'"),
+        ("grpo.lamb=1", r"unknown AlgoConfig knob 'lamb'"),
+    ],
+)
+def test_a_knob_flag_of_the_wrong_type_names_the_knob_and_its_type(text, message):
+    """Read as ``minirl train --set`` reads a knob: a value of the wrong type is an error naming both, not a
+    ``TypeError`` from the algorithm's range checks later."""
+    from minirl.bench import parse_knob
+
+    with pytest.raises(ValueError, match=message):
+        parse_knob(text)
 
 
 @pytest.mark.parametrize("text", ["grpo.delta_mode", "delta_mode=rewards", ".lam=1", "ppo.=1"])

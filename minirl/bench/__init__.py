@@ -48,18 +48,18 @@ def add_recipe_probes(parser) -> None:
 
 
 def parse_knob(text: str) -> tuple[str, str, Any]:
-    """``"grpo.delta_mode=centered_rewards"`` → ``("grpo", "delta_mode", "centered_rewards")``: the value read as
-    JSON (numbers, true, false, null) or else kept as text; ``LMRecipe.algo_knobs``' triples."""
-    import json
+    """``"grpo.delta_mode=centered_rewards"`` → ``("grpo", "delta_mode", "centered_rewards")``: the value read by
+    the knob's type (``parse_knob_value``, as ``minirl train --set`` reads it); ``LMRecipe.algo_knobs``' triples."""
+    from minirl.algorithms import parse_knob_value
 
     name, sep, value = text.partition("=")
     algo, dot, knob = name.partition(".")
     if not (sep and dot and algo and knob):
         raise ValueError(f"--knob: ALGO.KNOB=VALUE, e.g. grpo.delta_mode=centered_rewards; got {text!r}")
     try:
-        return algo, knob, json.loads(value)
-    except json.JSONDecodeError:
-        return algo, knob, value
+        return algo, knob, parse_knob_value(knob, value)
+    except ValueError as err:
+        raise ValueError(f"--knob {text!r}: {err}") from None
 
 
 def recipe_changes(args) -> dict[str, Any]:

@@ -15,7 +15,8 @@ import re
 from collections.abc import Iterable
 from typing import Any, NamedTuple
 
-from minirl.algorithms import AlgoConfig, get_algorithm
+from minirl.algorithms import AlgoConfig, get_algorithm, parse_knob_value
+from minirl.utils import read_as
 
 __all__ = [
     "COMPARE_ONLY",
@@ -74,15 +75,12 @@ def field_help(cls) -> dict[str, str]:
 def _typed(annotation: str):
     """An argparse ``type`` for a field annotated ``int``, ``float | None``, ``str``... (``none`` gives None)."""
     base = "int" if re.search(r"\bint\b", annotation) else "float" if "float" in annotation else "str"
-    convert = {"int": int, "float": float, "str": str}[base]
 
     def parse(text: str):
-        if "None" in annotation and text.lower() == "none":
-            return None
         try:
-            return convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected {annotation}; got {text!r}") from None
+            return read_as(annotation, text)
+        except ValueError as err:
+            raise argparse.ArgumentTypeError(str(err)) from None
 
     parse.__name__ = base
     return parse
@@ -137,22 +135,17 @@ def save_name(flag: str | None, default: str) -> str | None:
 
 
 def knob_changes(pairs: list[str]) -> dict:
-    """``--set knob=value`` pairs as AlgoConfig changes, each value parsed by the knob's type."""
-    types = {f.name: str(f.type) for f in dataclasses.fields(AlgoConfig) if f.name != "name"}
+    """``--set knob=value`` pairs as AlgoConfig changes, each value parsed by the knob's type (``parse_knob_value``)."""
+    known = sorted(f.name for f in dataclasses.fields(AlgoConfig) if f.name != "name")
     changes = {}
     for pair in pairs:
         knob, sep, value = pair.partition("=")
-        if not sep or knob not in types:
-            raise ValueError(f"--set expects knob=value with a knob of AlgoConfig {sorted(types)}; got {pair!r}")
-        if types[knob].startswith("bool"):
-            if value.lower() not in ("true", "false"):
-                raise ValueError(f"--set {knob} expects true or false; got {value!r}")
-            changes[knob] = value.lower() == "true"
-        else:
-            try:
-                changes[knob] = _typed(types[knob])(value)
-            except argparse.ArgumentTypeError as err:
-                raise ValueError(f"--set {knob}: {err}") from None
+        if not sep or knob not in known:
+            raise ValueError(f"--set expects knob=value with a knob of AlgoConfig {known}; got {pair!r}")
+        try:
+            changes[knob] = parse_knob_value(knob, value)
+        except ValueError as err:
+            raise ValueError(f"--set {err}") from None
     return changes
 
 
