@@ -262,13 +262,8 @@ def parse_knob_value(knob: str, text: str) -> Any:
     types = {f.name: str(f.type) for f in fields(AlgoConfig) if f.name != "name"}
     if knob not in types:
         raise ValueError(f"unknown AlgoConfig knob {knob!r}; known: {sorted(types)}")
-    annotation = types[knob]
-    if annotation.startswith("bool"):
-        if text.lower() not in ("true", "false"):
-            raise ValueError(f"{knob} expects true or false; got {text!r}")
-        return text.lower() == "true"
     try:
-        return read_as(annotation, text)
+        return read_as(types[knob], text)
     except ValueError as err:
         raise ValueError(f"{knob}: {err}") from None
 

@@ -158,10 +158,15 @@ def _remove(path: Path) -> None:
 
 
 def read_as(annotation: str, text: str) -> Any:
-    """``text`` read as a dataclass field annotated ``annotation`` (``"int"``, ``"float | None"``, ``"str"``...):
-    ``none`` gives None where the annotation allows it. Raises ValueError ("expected float; got 'x'")."""
+    """``text`` read as a dataclass field annotated ``annotation`` (``"int"``, ``"float | None"``, ``"bool"``,
+    ``"str"``...): ``none`` gives None where the annotation allows it, ``true`` or ``false`` a bool. Raises
+    ValueError ("expected float; got 'x'", "expected true or false; got 'yes'")."""
     if "None" in annotation and text.lower() == "none":
         return None
+    if annotation.startswith("bool"):
+        if text.lower() not in ("true", "false"):
+            raise ValueError(f"expected true or false; got {text!r}")
+        return text.lower() == "true"
     convert = int if re.search(r"\bint\b", annotation) else float if "float" in annotation else str
     try:
         return convert(text)

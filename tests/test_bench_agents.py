@@ -164,7 +164,7 @@ def test_a_knob_flag_reads_as_its_triple(text, expected):
     "text, message",
     [
         ("ppo.lam=abc", r"--knob 'ppo.lam=abc': lam: expected float; got 'abc'"),
-        ("grpo.importance_ratio=yes", r"importance_ratio expects true or false; got 'yes'"),
+        ("grpo.importance_ratio=yes", r"importance_ratio: expected true or false; got 'yes'"),
         ("grpo.inner_epochs=2.5", r"inner_epochs: expected int; got '2.5'"),
         ("grpo.lamb=1", r"unknown AlgoConfig knob 'lamb'"),
     ],
@@ -176,6 +176,57 @@ def test_a_knob_flag_of_the_wrong_type_names_the_knob_and_its_type(text, message
 
     with pytest.raises(ValueError, match=message):
         parse_knob(text)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("lr_schedule=cosine", ("lr_schedule", "cosine")),
+        ("steps=20", ("steps", 20)),
+        ("kl_coef=0.05", ("kl_coef", 0.05)),
+        ("cpu_bfloat16=true", ("cpu_bfloat16", True)),
+        ("trainable_layers=none", ("trainable_layers", None)),
+    ],
+)
+def test_a_recipe_flag_reads_its_field_by_type(text, expected):
+    from minirl.bench import parse_recipe_setting
+
+    assert parse_recipe_setting(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("lr_schedule", r"--recipe: FIELD=VALUE, e.g. lr_schedule=cosine; got 'lr_schedule'"),
+        ("=cosine", r"--recipe: FIELD=VALUE"),
+        ("lr_shedule=cosine", r"unknown LMRecipe field 'lr_shedule'"),
+        ("algo_knobs=x", r"unknown LMRecipe field 'algo_knobs' \(algo_knobs: --knob\)"),
+        ("steps=2.5", r"--recipe 'steps=2.5': steps: expected int; got '2.5'"),
+        ("short_system=yes", r"short_system: expected true or false; got 'yes'"),
+    ],
+)
+def test_a_wrong_recipe_flag_names_the_field_and_its_type(text, message):
+    from minirl.bench import parse_recipe_setting
+
+    with pytest.raises(ValueError, match=message):
+        parse_recipe_setting(text)
+
+
+def test_the_recipe_flags_reach_the_recipe_and_a_field_given_twice_is_refused(monkeypatch):
+    """``--recipe FIELD=VALUE`` changes that field only; a value the field does not take is the recipe's error;
+    ``--steps`` and ``--recipe steps=...`` together are ambiguous, so refused."""
+    from minirl.bench import agents
+
+    seen = {}
+    monkeypatch.setattr(agents, "maze_part", lambda *args, **kwargs: seen.update(kwargs) or {})
+    monkeypatch.setattr(agents, "finish", lambda *args: 0)
+    assert main(["--recipe", "lr_schedule=cosine"]) == 0 and seen["changes"] == {"lr_schedule": "cosine"}
+    probe = agents._recipe("pretrained", False, seen["changes"])
+    assert probe == agents._recipe("pretrained", False).with_(lr_schedule="cosine") and probe.lr_schedule == "cosine"
+    with pytest.raises(ValueError, match=r"lr_schedule must be 'constant' or 'cosine'; got 'linear'"):
+        agents._recipe("pretrained", False, {"lr_schedule": "linear"})
+    with pytest.raises(ValueError, match=r"recipe field\(s\) \['steps'\] given twice"):
+        main(["--steps", "10", "--recipe", "steps=20"])
 
 
 @pytest.mark.parametrize("text", ["grpo.delta_mode", "delta_mode=rewards", ".lam=1", "ppo.=1"])

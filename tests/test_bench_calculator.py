@@ -70,11 +70,14 @@ def test_a_probe_keeps_the_task_settings_it_ran_and_passes_them_to_every_seed(mo
     argv = ["--seeds", "0", "1", "--algos", "grpo", "--call-cost", "0.3", "--easy", "times_ten"]
     monkeypatch.setattr(bc, "Record", lambda name, seeds: record)
     knob = ["--knob", "grpo.delta_mode=centered_rewards"]
-    assert bc.main([*argv, "--demo-call-rate", "0.25", "--cpu-bf16", "--steps", "7", *knob]) == 0
+    settings = ["--recipe", "lr_schedule=cosine", "--recipe", "kl_coef=0.05"]
+    assert bc.main([*argv, "--demo-call-rate", "0.25", "--cpu-bf16", "--steps", "7", *knob, *settings]) == 0
     changes = {"cpu_bfloat16": True, "steps": 7, "algo_knobs": (("grpo", "delta_mode", "centered_rewards"),)}
+    changes |= {"lr_schedule": "cosine", "kl_coef": 0.05}
     assert [(t.call_cost, t.easy, t.demo_call_rate, c) for t, c in seen] == [(0.3, "times_ten", 0.25, changes)] * 2
     assert record.figures["recipe"]["cpu_bfloat16"] is True and record.figures["recipe"]["steps"] == 7
     assert record.figures["recipe"]["algo_knobs"] == (("grpo", "delta_mode", "centered_rewards"),)
+    assert record.figures["recipe"]["lr_schedule"] == "cosine" and record.figures["recipe"]["kl_coef"] == 0.05
     assert record.figures["task"] == {
         "call_cost": 0.3,
         "easy": "times_ten",
@@ -126,7 +129,7 @@ def test_the_report_describes_each_record_with_the_task_it_ran(monkeypatch):
     arm = {"accuracy": {"tool": 1.0, "head": 1.0}, "call_rate": {"tool": 1.0, "head": 0.0}}
     run = {"seed": 0, "base": arm, "warm": {**arm, "steps": 80, "seconds": 150.0}}
     run["grpo"] = {**arm, "run": {"steps": 30, "train_seconds": 660.0}}
-    recipe = {"sft_steps": 80, "steps": 30, "eval_prompts": 40}
+    recipe = {"sft_steps": 80, "steps": 30, "eval_prompts": 40, "learning_rate": 3e-5, "lr_schedule": "constant"}
     data = {"figures": {"recipe": recipe, "runs": [run], "algos": ["grpo"]}}
     old = "\n".join(_calculator_record(data))
     assert LEGACY_TASK == {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
@@ -137,6 +140,11 @@ def test_the_report_describes_each_record_with_the_task_it_ran(monkeypatch):
     assert "| 0 | base model | none |" in new and "| 0 | warm start | 80 steps, 2.5 min |" in new
     assert "| 0 | GRPO | 30 steps, 11.0 min | right 100% / 100%, calls 100% / 0% |" in new
     assert "(a probe)" not in new  # the recipe's own algorithms
+    assert "GRPO for 30 steps at learning rate 3e-05; a call costs" in new  # constant: no schedule named
+    recipe["lr_schedule"] = "cosine"  # a --recipe lr_schedule=cosine probe
+    assert "GRPO for 30 steps at learning rate 3e-05 decaying to 0 (cosine); a call" in "\n".join(
+        _calculator_record(data)
+    )
     recipe["algo_knobs"] = [["grpo", "delta_mode", "centered_rewards"]]  # as JSON keeps LMRecipe.algo_knobs
     probe = "\n".join(_calculator_record(data))
     assert "a call costs 0.2; GRPO's delta_mode = centered_rewards (a probe))" in probe

@@ -28,6 +28,7 @@ __all__ = [
     "finish",
     "keep_run",
     "parse_knob",
+    "parse_recipe_setting",
     "part_figures",
     "recipe_changes",
     "spread",
@@ -44,6 +45,13 @@ def add_recipe_probes(parser) -> None:
         default=[],
         metavar="ALGO.KNOB=VALUE",
         help="change one algorithm's knob, e.g. grpo.delta_mode=centered_rewards or ppo.lam=1 (a probe; repeatable)",
+    )
+    parser.add_argument(
+        "--recipe",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="change one LMRecipe setting, e.g. lr_schedule=cosine (a probe; repeatable)",
     )
 
 
@@ -62,11 +70,39 @@ def parse_knob(text: str) -> tuple[str, str, Any]:
         raise ValueError(f"--knob {text!r}: {err}") from None
 
 
+def parse_recipe_setting(text: str) -> tuple[str, Any]:
+    """``"lr_schedule=cosine"`` → ``("lr_schedule", "cosine")``: an ``LMRecipe`` field and its value read by the
+    field's type (``minirl.utils.read_as``); whether the value is one the field takes is the recipe's to say
+    when it is built (``LMRecipe.with_``). ``algo_knobs`` has its own flag, ``--knob``."""
+    from dataclasses import fields
+
+    from minirl.lm.recipes import LMRecipe
+    from minirl.utils import read_as
+
+    name, sep, value = text.partition("=")
+    if not (sep and name):
+        raise ValueError(f"--recipe: FIELD=VALUE, e.g. lr_schedule=cosine; got {text!r}")
+    types = {f.name: str(f.type) for f in fields(LMRecipe) if f.name != "algo_knobs"}
+    if name not in types:
+        raise ValueError(f"--recipe: unknown LMRecipe field {name!r} (algo_knobs: --knob); known: {sorted(types)}")
+    try:
+        return name, read_as(types[name], value)
+    except ValueError as err:
+        raise ValueError(f"--recipe {text!r}: {name}: {err}") from None
+
+
 def recipe_changes(args) -> dict[str, Any]:
-    """The recipe fields that ``add_recipe_probes``' flags change, only those given: ``LMRecipe.with_``'s keywords."""
-    steps = {} if args.steps is None else {"steps": args.steps}
-    knobs = {"algo_knobs": tuple(parse_knob(k) for k in args.knob)} if args.knob else {}
-    return {**steps, **({"cpu_bfloat16": True} if args.cpu_bf16 else {}), **knobs}
+    """The recipe fields that ``add_recipe_probes``' flags change, only those given: ``LMRecipe.with_``'s keywords.
+    A field given twice (``--steps 10 --recipe steps=20``) is a ValueError."""
+    steps = [("steps", args.steps)] if args.steps is not None else []
+    bf16 = [("cpu_bfloat16", True)] if args.cpu_bf16 else []
+    knobs = [("algo_knobs", tuple(parse_knob(k) for k in args.knob))] if args.knob else []
+    settings = [*steps, *bf16, *knobs, *(parse_recipe_setting(t) for t in getattr(args, "recipe", []))]
+    names = [name for name, _ in settings]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        raise ValueError(f"recipe field(s) {twice} given twice by the probe flags")
+    return dict(settings)
 
 
 def spread(values) -> dict[str, float]:

@@ -57,6 +57,11 @@ def _knobs(recipe: dict[str, Any]) -> str:
     return "".join(f"; {algo.upper()}'s {knob} = {value} (a probe)" for algo, knob, value in knobs)
 
 
+def _rl_schedule(recipe: dict[str, Any]) -> str:
+    """The RL arms' learning-rate schedule for the recipe's sentence ("" for the constant rate)."""
+    return " decaying to 0 (cosine)" if recipe.get("lr_schedule") == "cosine" else ""
+
+
 def _first_step(arm: dict[str, Any], level: float) -> str:
     """The first evaluation step at which greedy success reached ``level`` of the start cells."""
     for e in arm["run"]["evals"]:
@@ -122,10 +127,11 @@ def _one_record(data: dict[str, Any]) -> list[str]:
         f"{' decaying to 0 (cosine)' if recipe.get('sft_lr_schedule') == 'cosine' else ''}, then "
         f"{' and '.join(ARMS[a] for a in arms)} "
         f"for {recipe['steps']} steps of {recipe['prompts_per_step']} start cells × {recipe['group_size']} episodes "
-        f"at learning rate {recipe['learning_rate']:g}, the top {recipe['trainable_layers']} blocks training, KL β = "
-        f"{recipe['kl_coef']:g}{bf16}), seeds {', '.join(str(r['seed']) for r in runs)}. Success from each of the 10 "
-        f"start cells (greedy / sampled at T = 1, {budgets['samples']} walks a cell; mean over the cells); the "
-        f"rollout: {budgets['rollout_prompts'] * budgets['rollout_group']} six-turn episodes sampled once:",
+        f"at learning rate {recipe['learning_rate']:g}{_rl_schedule(recipe)}, the top {recipe['trainable_layers']} "
+        f"blocks training, KL β = {recipe['kl_coef']:g}{bf16}), seeds {', '.join(str(r['seed']) for r in runs)}. "
+        f"Success from each of the 10 start cells (greedy / sampled at T = 1, {budgets['samples']} walks a cell; "
+        f"mean over the cells); the rollout: {budgets['rollout_prompts'] * budgets['rollout_group']} six-turn "
+        "episodes sampled once:",
         "",
         table(
             [
@@ -304,7 +310,8 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
     return [
         f"The calculator recipe (`calculator_recipe`: a warm start of {recipe['sft_steps']} steps on a demonstrator "
         f"that calls on {pct(task['demo_call_rate'], 0)} of its episodes whatever the problem, then "
-        f"{' and '.join(ARMS[a] for a in arms)} for {recipe['steps']} steps; a call costs {task['call_cost']:g}"
+        f"{' and '.join(ARMS[a] for a in arms)} for {recipe['steps']} steps at learning rate "
+        f"{recipe['learning_rate']:g}{_rl_schedule(recipe)}; a call costs {task['call_cost']:g}"
         f"{_knobs(recipe)}{_bfloat16(data)}), "
         f"seeds {', '.join(str(r['seed']) for r in runs)}; on the {recipe['eval_prompts']} evaluation problems, half "
         f"hard (two digits by two) and half easy ({EASY_WORDS[task['easy']]}), each figure hard / easy, greedy (and "
