@@ -11,13 +11,18 @@ WARM = "warm start: sampled success within 0.1 of the uniform walker's from ever
 NOISE = "warm start: no gap to the uniform walker beyond its own sampling noise (95%)"
 GRPO = "GRPO: greedy success >= 95% from every cell"
 TIME = "warm start + GRPO <= 10 min"
+UNTIL = "warm start + GRPO until greedy walks from every cell <= 10 min"
 
 
-def _run(rollout_s=10.0, gap=0.05, worst=0.96, warm_s=60.0, grpo_s=400.0, noise=0.08):
+def _run(rollout_s=10.0, gap=0.05, worst=0.96, warm_s=60.0, grpo_s=400.0, noise=0.08, every_at=200.0):
+    """A seed's figures; ``every_at``: the wall time of the first evaluation with every cell walked (None: none)."""
+    evals = [{"step": 0, "greedy_exact": 0.2, "wall_time": 0.0}, {"step": 5, "greedy_exact": 0.9, "wall_time": 100.0}]
+    if every_at is not None:
+        evals += [{"step": 10, "greedy_exact": 1.0, "wall_time": every_at}]
     return {
         "rollout": {"seconds": rollout_s},
         "warm": {"max_gap_to_uniform": gap, "seconds": warm_s, "noise_gap_95": noise},
-        "grpo": {"greedy": {"0": worst, "11": 1.0}, "run": {"train_seconds": grpo_s}},
+        "grpo": {"greedy": {"0": worst, "11": 1.0}, "run": {"train_seconds": grpo_s, "evals": evals}},
     }
 
 
@@ -35,7 +40,8 @@ def test_unknown_arms_are_refused():
 
 
 def test_the_targets_read_every_seed_and_fail_on_the_worst():
-    assert check_targets([_run(), _run()]) == {ROLLOUT: True, WARM: True, NOISE: True, GRPO: True, TIME: True}
+    everything = {ROLLOUT: True, WARM: True, NOISE: True, GRPO: True, TIME: True, UNTIL: True}
+    assert check_targets([_run(), _run()]) == everything
     assert check_targets([_run(), _run(rollout_s=12.5)])[ROLLOUT] is False
     assert check_targets([_run(gap=0.1)])[WARM] is True and check_targets([_run(gap=0.11)])[WARM] is False
     # a gap the uniform walker's own noise explains passes that target, however large; a larger one fails it
@@ -44,6 +50,11 @@ def test_the_targets_read_every_seed_and_fail_on_the_worst():
     assert check_targets([_run(worst=0.9)])[GRPO] is False  # one cell short fails however good the others
     assert check_targets([_run(warm_s=120.0, grpo_s=480.0)])[TIME] is True
     assert check_targets([_run(warm_s=121.0, grpo_s=480.0)])[TIME] is False
+    # until every cell: the warm start and the arm's time at its first evaluation with every cell walked (the
+    # evaluation at 90% of the cells does not count), whatever the steps after it took
+    assert check_targets([_run(warm_s=300.0, every_at=300.0, grpo_s=900.0)])[UNTIL] is True
+    assert check_targets([_run(warm_s=300.0, every_at=301.0)])[UNTIL] is False
+    assert check_targets([_run(), _run(every_at=None)])[UNTIL] is False  # a seed that never got there fails
 
 
 def test_the_noise_gap_is_the_binomial_quantile_of_the_largest_gap():

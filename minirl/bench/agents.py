@@ -26,7 +26,8 @@ Every budget is a number of steps or samples; wall times are reported beside the
 Targets (checked over the seeds run): 64 six-turn episodes sampled in at most 12 s; after the warm start, sampled
 success within 0.1 of the uniform walker's exact value from every cell, and no further than the uniform walker's
 own sampling noise; after GRPO, greedy success of at least 95 %
-from every cell; warm start + GRPO within 10 minutes.
+from every cell; warm start + GRPO within 10 minutes, both for the whole run and up to GRPO's first evaluation
+that walked greedily from every cell (the steps a recipe takes after that one are not needed to get there).
 """
 
 from __future__ import annotations
@@ -257,7 +258,19 @@ def check_targets(runs: list[dict[str, Any]]) -> dict[str, bool]:
         targets["warm start + GRPO <= 10 min"] = all(
             (r["warm"]["seconds"] + r["grpo"]["run"]["train_seconds"]) / 60 <= 10 for r in runs
         )
+        to_every_cell = [_minutes_to_every_cell(r, "grpo") for r in runs]
+        targets["warm start + GRPO until greedy walks from every cell <= 10 min"] = all(
+            m is not None and m <= 10 for m in to_every_cell
+        )
     return targets
+
+
+def _minutes_to_every_cell(run: dict[str, Any], algo: str) -> float | None:
+    """Minutes of the warm start and of ``algo``'s training up to its first evaluation that walked greedily to
+    the goal from every start cell (None: no evaluation did): the issue's "within 10 minutes of training including
+    the warm start", read at that evaluation, where the whole run's time counts the steps after it too."""
+    first = next((e for e in run[algo]["run"].get("evals", []) if e["greedy_exact"] >= 1.0), None)
+    return None if first is None else (run["warm"]["seconds"] + first["wall_time"]) / 60
 
 
 def _report(runs: list[dict[str, Any]], algos: Sequence[str]) -> None:

@@ -62,22 +62,32 @@ def _rl_schedule(recipe: dict[str, Any]) -> str:
     return " decaying to 0 (cosine)" if recipe.get("lr_schedule") == "cosine" else ""
 
 
+def _first_eval(arm: dict[str, Any], level: float) -> dict[str, Any] | None:
+    """The first evaluation at which greedy success reached ``level`` of the start cells (None: never)."""
+    return next((e for e in arm["run"]["evals"] if e["greedy_exact"] >= level), None)
+
+
 def _first_step(arm: dict[str, Any], level: float) -> str:
-    """The first evaluation step at which greedy success reached ``level`` of the start cells."""
-    for e in arm["run"]["evals"]:
-        if e["greedy_exact"] >= level:
-            return str(int(e["step"]))
-    return "never"
+    e = _first_eval(arm, level)
+    return "never" if e is None else str(int(e["step"]))
 
 
-def _arm(arm: dict[str, Any] | None) -> str:
+def _arm(arm: dict[str, Any] | None, warm: dict[str, Any] | None = None) -> str:
+    """An RL arm's cell: its steps and time, greedy / sampled success, and the evaluations that first reached 90%
+    of the cells and every cell; with ``warm``, the warm start's time plus the arm's up to that evaluation (the
+    issue's "within 10 minutes of training including the warm start", read at the evaluation)."""
     if arm is None:
         return "not measured"
-    run = arm["run"]
+    run, every = arm["run"], _first_eval(arm, 1.0)
+    until = (
+        f": {_seconds(warm['seconds'] + every['wall_time'])} with the warm start"
+        if warm is not None and every is not None
+        else ""
+    )
     return (
         f"{run['steps']} steps, {_seconds(run['train_seconds'])}: {pct(arm['greedy_mean'], 0)} / "
         f"{pct(arm['sampled_mean'], 0)} (90% of cells at step {_first_step(arm, 0.9)}, all at "
-        f"{_first_step(arm, 1.0)})"
+        f"{_first_step(arm, 1.0)}{until})"
     )
 
 
@@ -100,7 +110,7 @@ def _seed_rows(runs: list[dict[str, Any]], arms: list[str]) -> list[list[str]]:
             if warm
             else "not measured"
         )
-        rows.append(row + [_arm(r.get(a)) for a in arms])
+        rows.append(row + [_arm(r.get(a), warm) for a in arms])
     return rows
 
 
