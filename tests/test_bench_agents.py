@@ -12,15 +12,17 @@ NOISE = "warm start: no gap to the uniform walker beyond its own sampling noise 
 GRPO = "GRPO: greedy success >= 95% from every cell"
 TIME = "warm start + GRPO <= 10 min"
 UNTIL = "warm start + GRPO until greedy walks from every cell <= 10 min"
+WARM_ROLLOUT = "64 episodes of the warm-started model in <= 12 s"
 
 
-def _run(rollout_s=10.0, gap=0.05, worst=0.96, warm_s=60.0, grpo_s=400.0, noise=0.08, every_at=200.0):
+def _run(rollout_s=10.0, gap=0.05, worst=0.96, warm_s=60.0, grpo_s=400.0, noise=0.08, every_at=200.0, warm_ro=8.0):
     """A seed's figures; ``every_at``: the wall time of the first evaluation with every cell walked (None: none)."""
     evals = [{"step": 0, "greedy_exact": 0.2, "wall_time": 0.0}, {"step": 5, "greedy_exact": 0.9, "wall_time": 100.0}]
     if every_at is not None:
         evals += [{"step": 10, "greedy_exact": 1.0, "wall_time": every_at}]
     return {
         "rollout": {"seconds": rollout_s},
+        "warm_rollout": {"seconds": warm_ro},
         "warm": {"max_gap_to_uniform": gap, "seconds": warm_s, "noise_gap_95": noise},
         "grpo": {"greedy": {"0": worst, "11": 1.0}, "run": {"train_seconds": grpo_s, "evals": evals}},
     }
@@ -29,6 +31,8 @@ def _run(rollout_s=10.0, gap=0.05, worst=0.96, warm_s=60.0, grpo_s=400.0, noise=
 def test_without_grpo_its_targets_are_not_judged():
     run = _run()
     del run["grpo"]
+    assert set(check_targets([run])) == {ROLLOUT, WARM_ROLLOUT, WARM, NOISE}
+    del run["warm_rollout"]  # a record made before the warm-started model's rollout was timed
     assert set(check_targets([run])) == {ROLLOUT, WARM, NOISE}
 
 
@@ -40,8 +44,9 @@ def test_unknown_arms_are_refused():
 
 
 def test_the_targets_read_every_seed_and_fail_on_the_worst():
-    everything = {ROLLOUT: True, WARM: True, NOISE: True, GRPO: True, TIME: True, UNTIL: True}
+    everything = {ROLLOUT: True, WARM_ROLLOUT: True, WARM: True, NOISE: True, GRPO: True, TIME: True, UNTIL: True}
     assert check_targets([_run(), _run()]) == everything
+    assert check_targets([_run(), _run(warm_ro=12.5)])[WARM_ROLLOUT] is False
     assert check_targets([_run(), _run(rollout_s=12.5)])[ROLLOUT] is False
     assert check_targets([_run(gap=0.1)])[WARM] is True and check_targets([_run(gap=0.11)])[WARM] is False
     # a gap the uniform walker's own noise explains passes that target, however large; a larger one fails it
@@ -93,6 +98,7 @@ def test_a_quick_run_measures_every_stage_from_every_cell(tmp_path, monkeypatch,
         assert all(v in (0.0, 0.5, 1.0) for v in run[stage]["sampled"].values())  # two sampled walks per cell
         assert 0.0 <= run[stage]["move_rate"] <= 1.0 and 1.0 <= run[stage]["turns_mean"] <= 6.0
     assert run["rollout"]["episodes"] == 4 and run["rollout"]["seconds"] > 0
+    assert run["warm_rollout"]["episodes"] == 4 and 1.0 <= run["warm_rollout"]["turns_mean"] <= 6.0
     assert run["warm"]["steps"] == 2 and run["grpo"]["run"]["steps"] == 1 and run["ppo"]["run"]["steps"] == 1
     assert f["algos"] == ["grpo", "ppo"] and run["ppo"]["step_to_90"] in (None, 1.0)
     values = run["values"]  # the critic fitted on the warm-started model's walks, against the uniform walker's
@@ -246,3 +252,24 @@ def test_a_malformed_knob_flag_says_the_form(text):
 
     with pytest.raises(ValueError, match=r"--knob: ALGO.KNOB=VALUE"):
         parse_knob(text)
+
+
+def test_the_report_gives_both_rollouts_and_the_time_to_every_cell():
+    """A record that timed the warm-started model's rollout shows it beside the base model's; an arm's cell gives
+    the warm start's time plus the arm's up to its first evaluation that walked every cell (none: nothing)."""
+    from minirl.report.agents import _arm, _seed_rows
+
+    cells = {"greedy_mean": 0.0, "sampled_mean": 0.0, "move_rate": 1.0}
+    warm = {**cells, "steps": 80, "seconds": 240.0, "max_gap_to_uniform": 0.1, "noise_gap_95": 0.11}
+    evals = [{"step": 0, "greedy_exact": 0.2, "wall_time": 0.0}, {"step": 5, "greedy_exact": 1.0, "wall_time": 180.0}]
+    arm = {"greedy_mean": 1.0, "sampled_mean": 0.98, "run": {"steps": 10, "train_seconds": 400.0, "evals": evals}}
+    run = {"seed": 0, "base": cells, "warm": warm, "grpo": arm}
+    run["rollout"] = {"seconds": 20.0, "model_tokens_per_second": 110.0}
+    (row,) = _seed_rows([run], ["grpo"])
+    assert row[2] == "20.0 s (110 tokens/s)"  # an older record: the base model's rollout only
+    run["warm_rollout"] = {"seconds": 8.0, "model_tokens_per_second": 40.0, "turns_mean": 5.5}
+    (row,) = _seed_rows([run], ["grpo"])
+    assert row[2] == "base model 20.0 s (110 tokens/s); warm-started 8.0 s (40 tokens/s, 5.5 turns an episode)"
+    assert row[-1] == "10 steps, 6.7 min: 100% / 98% (90% of cells at step 5, all at 5: 7.0 min with the warm start)"
+    arm["run"]["evals"] = evals[:1]
+    assert _arm(arm, warm).endswith("(90% of cells at step never, all at never)")

@@ -6,6 +6,10 @@ For each seed, on SmolLM2-135M-Instruct with ``maze_recipe`` (``minirl.lm.recipe
 - ``base``: the base model's greedy success from each start cell, and its sampled success (``samples`` walks per
   cell at T = 1) with the share of replies that were a move;
 - ``rollout``: the time to sample 64 six-turn episodes (8 start cells × 8 walks), the model's tokens per second;
+  the base model's replies are not moves, so each runs to the reply budget and draws an error turn longer than an
+  observation: a heavier rollout than any RL step samples;
+- ``warm_rollout``: the same after the warm start, the model an RL step samples from at its first step (its
+  episodes end at the goal, so the record keeps the turns per episode);
 - ``warm``: after the warm start on the uniform walker's episodes, the sampled success per cell
   (``warm_samples`` walks a cell) against the uniform walker's exact value (``uniform_success``, dynamic
   programming): the warm start should teach the format and nothing about the way, so the two should agree up to
@@ -23,7 +27,8 @@ Every budget is a number of steps or samples; wall times are reported beside the
     python -m minirl.bench.agents --quick                     # a few steps of everything (a smoke test)
     python -m minirl.bench.agents --seeds 0 --cpu-bf16 --save NAME   # the recipe with cpu_bfloat16 (a probe)
 
-Targets (checked over the seeds run): 64 six-turn episodes sampled in at most 12 s; after the warm start, sampled
+Targets (checked over the seeds run): 64 six-turn episodes sampled in at most 12 s, by the base model and by the
+warm-started one; after the warm start, sampled
 success within 0.1 of the uniform walker's exact value from every cell, and no further than the uniform walker's
 own sampling noise; after GRPO, greedy success of at least 95 %
 from every cell; warm start + GRPO within 10 minutes, both for the whole run and up to GRPO's first evaluation
@@ -134,12 +139,14 @@ def _timed_rollout(policy, task: TextMazeTask, b: dict[str, Any], seed: int) -> 
     rollout = sample_rollout(policy, task, prompts, b["rollout_group"], temperature=1.0, generator=gen)
     seconds = time.perf_counter() - start
     model_tokens = float(rollout.lengths().sum())  # the mask: the model's tokens, not the environment's
+    episodes = [e for group in rollout.answers for e in group]
     return {
         "episodes": b["rollout_prompts"] * b["rollout_group"],
         "seconds": seconds,
         "model_tokens": model_tokens,
         "sequence_tokens": float(rollout.tokens.shape[-1]),
         "model_tokens_per_second": model_tokens / seconds,
+        "turns_mean": sum(e.turns for e in episodes) / len(episodes),
     }
 
 
@@ -173,6 +180,7 @@ def maze_seed(
     start = time.perf_counter()
     history = recipe.warm_start(policy, task, seed=seed, progress=not quick)
     warm_seconds = time.perf_counter() - start
+    out["warm_rollout"] = _timed_rollout(policy, task, budgets, seed)  # what an RL step's rollout starts from
     exact = uniform_success(task.maze)
     warm = _cells(policy, task, budgets["warm_samples"], seed, per_call)
     gaps = [abs(warm["sampled"][str(c)] - float(exact[c])) for c in task.start_cells]
@@ -244,6 +252,11 @@ def check_targets(runs: list[dict[str, Any]]) -> dict[str, bool]:
     """The module docstring's targets over the seeds run (GRPO's only when GRPO ran)."""
     targets = {
         "64 six-turn episodes in <= 12 s": all(r["rollout"]["seconds"] <= 12 for r in runs),
+        **(
+            {"64 episodes of the warm-started model in <= 12 s": all(r["warm_rollout"]["seconds"] <= 12 for r in runs)}
+            if all("warm_rollout" in r for r in runs)
+            else {}
+        ),
         "warm start: sampled success within 0.1 of the uniform walker's from every cell": all(
             r["warm"]["max_gap_to_uniform"] <= 0.1 for r in runs
         ),
@@ -280,7 +293,9 @@ def _report(runs: list[dict[str, Any]], algos: Sequence[str]) -> None:
         print(
             f"  seed {r['seed']}: base greedy {r['base']['greedy_mean']:.0%}, sampled {r['base']['sampled_mean']:.0%} "
             f"(moves {r['base']['move_rate']:.0%} of replies); {ro['episodes']} episodes in {ro['seconds']:.1f} s "
-            f"({ro['model_tokens_per_second']:.0f} model tokens/s); warm start {warm['steps']} steps "
+            f"({ro['model_tokens_per_second']:.0f} model tokens/s; warm-started "
+            f"{r['warm_rollout']['seconds']:.1f} s, {r['warm_rollout']['turns_mean']:.1f} turns an episode); "
+            f"warm start {warm['steps']} steps "
             f"{warm['seconds']:.0f} s -> sampled {warm['sampled_mean']:.0%} (uniform walker "
             f"{sum(warm['uniform'].values()) / len(warm['uniform']):.0%}, largest gap "
             f"{warm['max_gap_to_uniform']:.2f}, the uniform walker's own noise {warm['noise_gap_95']:.2f}); "

@@ -101,8 +101,14 @@ def _seed_rows(runs: list[dict[str, Any]], arms: list[str]) -> list[list[str]]:
             if base
             else "not measured"
         )
-        ro = r.get("rollout")
-        row.append(f"{_seconds(ro['seconds'])} ({ro['model_tokens_per_second']:.0f} tokens/s)" if ro else "–")
+        ro, warm_ro = r.get("rollout"), r.get("warm_rollout")
+        rollout = f"{_seconds(ro['seconds'])} ({ro['model_tokens_per_second']:.0f} tokens/s)" if ro else "–"
+        if warm_ro:  # records from 2026-11-29 on also time the warm-started model, what an RL step samples from
+            rollout = (
+                f"base model {rollout}; warm-started {_seconds(warm_ro['seconds'])} "
+                f"({warm_ro['model_tokens_per_second']:.0f} tokens/s, {warm_ro['turns_mean']:.1f} turns an episode)"
+            )
+        row.append(rollout)
         noise = f", a uniform walker's own {warm['noise_gap_95']:.2f}" if warm and "noise_gap_95" in warm else ""
         row.append(
             f"{warm['steps']} steps, {_seconds(warm['seconds'])}: {pct(warm['sampled_mean'], 0)} "
