@@ -25,6 +25,10 @@ whole seed, both RL arms included, fits in a session on this CPU; all but the fi
 (``--cpu-bf16``; ``_bfloat16`` says what it did in each). The first two hold seed 0, the third seeds 0 and 1, the
 last seed 2."""
 
+CPU_RECIPE_GRPO = ("bench_agents_cpu_bf16_grpo30",)
+"""Records on 2 CPU cores of the recipe's own RL stage (30 steps) for GRPO alone (``--algos grpo``), with
+``cpu_bfloat16``; the first that also time the warm-started model's rollout."""
+
 
 AUTOCAST_ONLY = ("bench_agents_cpu_bf16_steps10",)
 """Records made while ``cpu_bfloat16`` generated under autocast too (commit 7de75b3), before generation took a
@@ -244,6 +248,7 @@ def agents() -> str:
     else:
         lines += ["On 2 CPU cores:", "", *_one_record(cpu)]
     lines += _probes(CPU_PROBES, "On 2 CPU cores, a shorter RL stage")
+    lines += _probes(CPU_RECIPE_GRPO, "On 2 CPU cores, the recipe's RL stage for GRPO alone")
     fit = _load("bench_critic_fit")
     if fit is not None:
         lines += ["", "On 2 CPU cores:" if fit["machine"].get("gpu") is None else f"On one {fit['machine']['gpu']}:"]
@@ -270,12 +275,14 @@ CALCULATOR_CPU_PROBES = (
     "bench_calculator_cpu_bf16_grpo_centered",
     "bench_calculator_cpu_bf16_ppo_normalized",
     "bench_calculator_cpu_bf16_ppo_seed1",
+    "bench_calculator_cpu_bf16_grpo_cosine",
 )
 """Calculator records on 2 CPU cores (each record's command spells out the task's settings): seeds 0, 1 and 2 one
 record each, then with ``cpu_bfloat16`` (``--cpu-bf16``) seed 1, seeds 0 and 2 in one record, a probe of PPO
 with GAE's λ = 1 on seed 0 (``--knob ppo.lam=1.0``), GRPO without the division by the group's spread
 (``--knob grpo.delta_mode=centered_rewards``) and PPO with GRPO's division of its rewards before GAE
-(``--knob ppo.delta_mode=normalized_rewards``), seeds 0 to 2 each, and plain PPO on seed 1."""
+(``--knob ppo.delta_mode=normalized_rewards``), seeds 0 to 2 each, plain PPO on seed 1, and GRPO on seed 0 with
+its learning rate decaying to 0 (``--recipe lr_schedule=cosine``)."""
 
 
 LEGACY_TASK = {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
