@@ -161,72 +161,55 @@ def test_the_probe_flags_change_only_their_recipe_fields_and_reach_the_record(mo
 
 
 @pytest.mark.parametrize(
-    "text, expected",
+    "parser, text, expected",
     [
-        ("grpo.delta_mode=centered_rewards", ("grpo", "delta_mode", "centered_rewards")),
-        ("ppo.lam=1", ("ppo", "lam", 1)),
-        ("ppo.value_learning_rate=3e-4", ("ppo", "value_learning_rate", 3e-4)),
-        ("grpo.importance_ratio=false", ("grpo", "importance_ratio", False)),
-        ("grpo.clip_eps_low=none", ("grpo", "clip_eps_low", None)),
-        ("grpo.inner_epochs=4", ("grpo", "inner_epochs", 4)),
+        ("parse_knob", "grpo.delta_mode=centered_rewards", ("grpo", "delta_mode", "centered_rewards")),
+        ("parse_knob", "ppo.lam=1", ("ppo", "lam", 1)),
+        ("parse_knob", "ppo.value_learning_rate=3e-4", ("ppo", "value_learning_rate", 3e-4)),
+        ("parse_knob", "grpo.importance_ratio=false", ("grpo", "importance_ratio", False)),
+        ("parse_knob", "grpo.clip_eps_low=none", ("grpo", "clip_eps_low", None)),
+        ("parse_knob", "grpo.inner_epochs=4", ("grpo", "inner_epochs", 4)),
+        ("parse_recipe_setting", "lr_schedule=cosine", ("lr_schedule", "cosine")),
+        ("parse_recipe_setting", "steps=20", ("steps", 20)),
+        ("parse_recipe_setting", "kl_coef=0.05", ("kl_coef", 0.05)),
+        ("parse_recipe_setting", "cpu_bfloat16=true", ("cpu_bfloat16", True)),
+        ("parse_recipe_setting", "trainable_layers=none", ("trainable_layers", None)),
     ],
 )
-def test_a_knob_flag_reads_as_its_triple(text, expected):
-    from minirl.bench import parse_knob
+def test_a_knob_or_recipe_flag_reads_its_value_by_type(parser, text, expected):
+    """``--knob ALGO.KNOB=VALUE`` gives ``LMRecipe.algo_knobs``' triple, ``--recipe FIELD=VALUE`` a field and its
+    value, each read by the field's type."""
+    import minirl.bench
 
-    assert parse_knob(text) == expected
+    assert getattr(minirl.bench, parser)(text) == expected
 
 
 @pytest.mark.parametrize(
-    "text, message",
+    "parser, text, message",
     [
-        ("ppo.lam=abc", r"--knob 'ppo.lam=abc': lam: expected float; got 'abc'"),
-        ("grpo.importance_ratio=yes", r"importance_ratio: expected true or false; got 'yes'"),
-        ("grpo.inner_epochs=2.5", r"inner_epochs: expected int; got '2.5'"),
-        ("grpo.lamb=1", r"unknown AlgoConfig knob 'lamb'"),
+        ("parse_knob", "ppo.lam=abc", r"--knob 'ppo.lam=abc': lam: expected float; got 'abc'"),
+        ("parse_knob", "grpo.importance_ratio=yes", r"importance_ratio: expected true or false; got 'yes'"),
+        ("parse_knob", "grpo.inner_epochs=2.5", r"inner_epochs: expected int; got '2.5'"),
+        ("parse_knob", "grpo.lamb=1", r"unknown AlgoConfig knob 'lamb'"),
+        ("parse_knob", "grpo.delta_mode", r"--knob: ALGO.KNOB=VALUE"),
+        ("parse_knob", "delta_mode=rewards", r"--knob: ALGO.KNOB=VALUE"),
+        ("parse_knob", ".lam=1", r"--knob: ALGO.KNOB=VALUE"),
+        ("parse_knob", "ppo.=1", r"--knob: ALGO.KNOB=VALUE"),
+        ("parse_recipe_setting", "lr_schedule", r"--recipe: FIELD=VALUE, e.g. lr_schedule=cosine; got 'lr_schedule'"),
+        ("parse_recipe_setting", "=cosine", r"--recipe: FIELD=VALUE"),
+        ("parse_recipe_setting", "lr_shedule=cosine", r"unknown LMRecipe field 'lr_shedule'"),
+        ("parse_recipe_setting", "algo_knobs=x", r"unknown LMRecipe field 'algo_knobs' \(algo_knobs: --knob\)"),
+        ("parse_recipe_setting", "steps=2.5", r"--recipe 'steps=2.5': steps: expected int; got '2.5'"),
+        ("parse_recipe_setting", "short_system=yes", r"short_system: expected true or false; got 'yes'"),
     ],
 )
-def test_a_knob_flag_of_the_wrong_type_names_the_knob_and_its_type(text, message):
+def test_a_wrong_knob_or_recipe_flag_names_the_form_or_the_field_and_its_type(parser, text, message):
     """Read as ``minirl train --set`` reads a knob: a value of the wrong type is an error naming both, not a
-    ``TypeError`` from the algorithm's range checks later."""
-    from minirl.bench import parse_knob
+    ``TypeError`` from the algorithm's range checks later; a malformed flag says the form it takes."""
+    import minirl.bench
 
     with pytest.raises(ValueError, match=message):
-        parse_knob(text)
-
-
-@pytest.mark.parametrize(
-    "text, expected",
-    [
-        ("lr_schedule=cosine", ("lr_schedule", "cosine")),
-        ("steps=20", ("steps", 20)),
-        ("kl_coef=0.05", ("kl_coef", 0.05)),
-        ("cpu_bfloat16=true", ("cpu_bfloat16", True)),
-        ("trainable_layers=none", ("trainable_layers", None)),
-    ],
-)
-def test_a_recipe_flag_reads_its_field_by_type(text, expected):
-    from minirl.bench import parse_recipe_setting
-
-    assert parse_recipe_setting(text) == expected
-
-
-@pytest.mark.parametrize(
-    "text, message",
-    [
-        ("lr_schedule", r"--recipe: FIELD=VALUE, e.g. lr_schedule=cosine; got 'lr_schedule'"),
-        ("=cosine", r"--recipe: FIELD=VALUE"),
-        ("lr_shedule=cosine", r"unknown LMRecipe field 'lr_shedule'"),
-        ("algo_knobs=x", r"unknown LMRecipe field 'algo_knobs' \(algo_knobs: --knob\)"),
-        ("steps=2.5", r"--recipe 'steps=2.5': steps: expected int; got '2.5'"),
-        ("short_system=yes", r"short_system: expected true or false; got 'yes'"),
-    ],
-)
-def test_a_wrong_recipe_flag_names_the_field_and_its_type(text, message):
-    from minirl.bench import parse_recipe_setting
-
-    with pytest.raises(ValueError, match=message):
-        parse_recipe_setting(text)
+        getattr(minirl.bench, parser)(text)
 
 
 def test_the_recipe_flags_reach_the_recipe_and_a_field_given_twice_is_refused(monkeypatch):
@@ -244,14 +227,6 @@ def test_the_recipe_flags_reach_the_recipe_and_a_field_given_twice_is_refused(mo
         agents._recipe("pretrained", False, {"lr_schedule": "linear"})
     with pytest.raises(ValueError, match=r"recipe field\(s\) \['steps'\] given twice"):
         main(["--steps", "10", "--recipe", "steps=20"])
-
-
-@pytest.mark.parametrize("text", ["grpo.delta_mode", "delta_mode=rewards", ".lam=1", "ppo.=1"])
-def test_a_malformed_knob_flag_says_the_form(text):
-    from minirl.bench import parse_knob
-
-    with pytest.raises(ValueError, match=r"--knob: ALGO.KNOB=VALUE"):
-        parse_knob(text)
 
 
 def test_the_report_gives_both_rollouts_and_the_time_to_every_cell():
