@@ -97,7 +97,7 @@ def recipe_changes(args) -> dict[str, Any]:
     steps = [("steps", args.steps)] if args.steps is not None else []
     bf16 = [("cpu_bfloat16", True)] if args.cpu_bf16 else []
     knobs = [("algo_knobs", tuple(parse_knob(k) for k in args.knob))] if args.knob else []
-    settings = [*steps, *bf16, *knobs, *(parse_recipe_setting(t) for t in getattr(args, "recipe", []))]
+    settings = [*steps, *bf16, *knobs, *(parse_recipe_setting(t) for t in args.recipe)]
     names = [name for name, _ in settings]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:

@@ -250,13 +250,12 @@ def _fitted_values(policy, task: TextMazeTask, recipe: LMRecipe, steps: int, see
 
 def check_targets(runs: list[dict[str, Any]]) -> dict[str, bool]:
     """The module docstring's targets over the seeds run (GRPO's only when GRPO ran)."""
-    targets = {
-        "64 six-turn episodes in <= 12 s": all(r["rollout"]["seconds"] <= 12 for r in runs),
-        **(
-            {"64 episodes of the warm-started model in <= 12 s": all(r["warm_rollout"]["seconds"] <= 12 for r in runs)}
-            if all("warm_rollout" in r for r in runs)
-            else {}
-        ),
+    targets = {"64 six-turn episodes in <= 12 s": all(r["rollout"]["seconds"] <= 12 for r in runs)}
+    if all("warm_rollout" in r for r in runs):  # records made before it was timed lack it
+        targets["64 episodes of the warm-started model in <= 12 s"] = all(
+            r["warm_rollout"]["seconds"] <= 12 for r in runs
+        )
+    targets |= {
         "warm start: sampled success within 0.1 of the uniform walker's from every cell": all(
             r["warm"]["max_gap_to_uniform"] <= 0.1 for r in runs
         ),
