@@ -21,10 +21,12 @@ Two bugs other stacks hit are designed out:
   env turns' ids (``env_turn_ids``), never re-rendered; ``env_turn_ids`` refuses a template under which a longer
   conversation does not extend a shorter one's text.
 
-Sampling reuses the KV cache across turns: each ``generate`` call continues from the cache of everything before
-it and runs only the new tokens (the env turn). In the batch, a reply that ended early leaves padding after its
-end-of-sequence token, masked out of attention and skipped by the position ids (``_position_ids``), so every
-episode's tokens sit at the positions they have in the compact sequence the episode returns.
+Sampling reuses the KV cache across turns: each ``generate`` call continues from the cache of everything before it
+and runs only the new tokens (the env turn); the first runs each prompt once for its group and the prompts' common
+beginning (the system message) once for all (``CausalLMPolicy.grouped_prompts``). In the batch, a reply that ended
+early leaves padding after its end-of-sequence token, masked out of attention and skipped by the position ids
+(``_position_ids``), so every episode's tokens sit at the positions they have in the compact sequence the episode
+returns.
 """
 
 from __future__ import annotations
@@ -236,8 +238,7 @@ def sample_episodes(  # noqa: C901
     env_ids = env_turn_encoder(tok)
     envs = [make_env(p) for p in prompts for _ in range(group_size)]
     n = len(envs)
-    ids, attn = policy.encode_prompts(prompts)
-    seq, attn = ids.repeat_interleave(group_size, 0), attn.repeat_interleave(group_size, 0)
+    seq, attn = policy.encode_prompts(prompts)
     turns: list[list[tuple[list[int], list[int]]]] = [[] for _ in range(n)]
     cut = torch.zeros(n, dtype=torch.bool)
     alive = list(range(n))  # the episodes still talking, in the order of seq's rows
@@ -247,12 +248,14 @@ def sample_episodes(  # noqa: C901
     plain = {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0}
     sampling = {"do_sample": False} if greedy else plain
     device = generator.device if generator is not None else "cpu"
-    for _ in range(max_turns):
+    for turn in range(max_turns):
         seed = int(torch.randint(0, 2**62, (), generator=generator, device=device).item())
         kwargs = {"max_new_tokens": policy.max_new_tokens, "pad_token_id": pad, "eos_token_id": eos}
-        if cache is not None:
-            kwargs[policy._cache_name] = cache
         with policy._generating() as model:  # no_grad; the bfloat16 copy on a CPU with cpu_bfloat16
+            if turn == 0:  # each prompt run once for its group, and the prompts' common prefix once in all
+                seq, attn, cache = policy.grouped_prompts(seq, attn, group_size, model)
+            if cache is not None:
+                kwargs[policy._cache_name] = cache
             torch.manual_seed(seed)
             out = model.generate(
                 input_ids=seq, attention_mask=attn, use_cache=True, return_dict_in_generate=True, **sampling, **kwargs

@@ -242,3 +242,75 @@ def test_with_cpu_bfloat16_generation_runs_the_copy_and_stays_close_to_the_score
     mask = rollout.mask.bool()
     gap = float((sampled - scored).detach()[mask].abs().max())
     assert 0 < gap < 0.05, f"largest gap between the copy's and the scored log-probs: {gap}"
+
+
+def test_grouped_kv_attention_sets_transformers_switch_only_inside_the_block(monkeypatch):
+    import os
+
+    from minirl.lm.cpu_decode import grouped_kv_attention
+
+    monkeypatch.delenv("TRANSFORMERS_SDPA_FORCE_GQA", raising=False)
+    with pytest.raises(RuntimeError), grouped_kv_attention():
+        assert os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] == "1"
+        raise RuntimeError
+    assert "TRANSFORMERS_SDPA_FORCE_GQA" not in os.environ
+    monkeypatch.setenv("TRANSFORMERS_SDPA_FORCE_GQA", "0")  # a user's own setting is put back
+    with grouped_kv_attention():
+        assert os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] == "1"
+    with grouped_kv_attention(on=False):
+        assert os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] == "0"
+    assert os.environ["TRANSFORMERS_SDPA_FORCE_GQA"] == "0"
+
+
+def test_grouped_kv_attention_skips_the_key_value_copies_and_gives_the_same_logits(monkeypatch):
+    """A grouped-query Llama (4 query heads share 1 key/value head) reads padded prompts, then a second chunk
+    after its KV cache (a mask on both passes, as a multi-turn rollout's): inside the block transformers never
+    copies the key/value heads (``repeat_kv``), and the logits agree with the copying path to float32 rounding
+    (the same 16-term dot products and softmax, in another order: ~1e-6 on logits of size ~1, 1e-4 allowed)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+    from transformers.integrations import sdpa_attention
+
+    from minirl.lm.cpu_decode import grouped_kv_attention
+
+    monkeypatch.delenv("TRANSFORMERS_SDPA_FORCE_GQA", raising=False)
+    torch.manual_seed(0)
+    config = LlamaConfig(
+        vocab_size=50, hidden_size=64, intermediate_size=96, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=1, max_position_embeddings=64, attn_implementation="sdpa",
+    )  # fmt: skip
+    model = LlamaForCausalLM(config).eval()
+    copies = []
+    real = sdpa_attention.repeat_kv
+    monkeypatch.setattr(sdpa_attention, "repeat_kv", lambda x, n: copies.append(n) or real(x, n))
+    ids = torch.randint(0, 50, (3, 12), generator=torch.Generator().manual_seed(1))
+    mask = torch.ones(3, 12, dtype=torch.long)
+    mask[0, :4] = 0  # left padding in one row
+    mask[1, 7] = 0  # a hole in another, as between two turns
+
+    def logits():
+        with torch.no_grad():
+            first = model(input_ids=ids[:, :8], attention_mask=mask[:, :8], use_cache=True)
+            name = "cache" if "cache" in first else "past_key_values"  # transformers 5.24 renamed it
+            second = model(input_ids=ids[:, 8:], attention_mask=mask, **{name: first[name]})
+        return torch.cat([first.logits, second.logits], 1)
+
+    plain = logits()
+    assert copies, "without the block, transformers copies the key/value heads"
+    copies.clear()
+    with grouped_kv_attention():
+        grouped = logits()
+    assert copies == [], "inside the block, no key/value copies"
+    keep = mask.bool()
+    torch.testing.assert_close(grouped[keep], plain[keep], rtol=1e-5, atol=1e-4)
+
+
+def test_the_policy_generates_with_grouped_kv_attention_on_a_cpu(monkeypatch):
+    import os
+
+    from minirl.lm.models import make_tiny_lm
+
+    monkeypatch.delenv("TRANSFORMERS_SDPA_FORCE_GQA", raising=False)
+    policy = make_tiny_lm(0, max_new_tokens=2)
+    with policy._generating():
+        assert os.environ.get("TRANSFORMERS_SDPA_FORCE_GQA") == "1"
+    assert "TRANSFORMERS_SDPA_FORCE_GQA" not in os.environ

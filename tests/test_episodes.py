@@ -115,6 +115,32 @@ def test_the_policy_scores_an_episode_the_same_with_or_without_the_shared_prompt
     assert torch.allclose(shared[mask], whole[mask], atol=1e-4)
 
 
+def test_the_first_turn_runs_each_prompt_once_and_gives_the_episodes_of_running_every_walk():
+    """Sampled with the prompts' KV cache shared (each prompt run once for its group, the system message once for
+    all) or every walk's prompt run on its own: the same episodes, token for token (float32, greedy and seeded
+    sampling), and the shared first turn runs fewer prompt tokens."""
+    shared, whole = make_tiny_lm(0, max_new_tokens=5), make_tiny_lm(0, max_new_tokens=5)
+    whole.share_prompt_cache = False
+    prompts = TASK.sample_prompts(3, torch.Generator().manual_seed(2))
+    read = {"shared": 0, "whole": 0}  # the tokens each model's forward passes read
+
+    def counter(key):
+        return lambda _module, inputs, _out: read.__setitem__(key, read[key] + inputs[0].numel())
+
+    for key, p in (("shared", shared), ("whole", whole)):
+        p.model.get_input_embeddings().register_forward_hook(counter(key))
+    for greedy in (True, False):
+        a, b = (
+            sample_episodes(p, prompts, TASK.make_env, 4, max_turns=3, greedy=greedy, generator=torch.Generator())
+            for p in (shared, whole)
+        )
+        assert torch.equal(a.tokens, b.tokens) and torch.equal(a.mask, b.mask)
+        assert [[e.replies for e in g] for g in a.answers] == [[e.replies for e in g] for g in b.answers]
+    width = shared.encode_prompts(prompts)[0].shape[1]
+    # each call runs 3 prompts once instead of 12 times, less the shared system message: more than 8 prompts saved
+    assert read["whole"] - read["shared"] > 2 * 8 * width
+
+
 def test_the_same_generator_gives_the_same_episodes(policy):
     def run(seed):
         prompts = TASK.sample_prompts(2, torch.Generator().manual_seed(0))

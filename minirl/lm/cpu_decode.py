@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -45,6 +46,7 @@ __all__ = [
     "cpu_has_bfloat16_units",
     "few_row_products",
     "generation_form",
+    "grouped_kv_attention",
 ]
 
 FEW_ROWS = 16
@@ -126,6 +128,31 @@ class Bfloat16Copy:
                     weight.copy_(source)
                     self._versions[i] = version
         return self.model.train(self.source.training)
+
+
+_FORCE_GQA = "TRANSFORMERS_SDPA_FORCE_GQA"
+
+
+@contextlib.contextmanager
+def grouped_kv_attention(on: bool = True) -> Iterator[None]:
+    """Inside the block (when ``on``), transformers' SDPA attention gives a grouped-query model's key/value heads to
+    ``scaled_dot_product_attention(..., enable_gqa=True)`` even with an attention mask, instead of first copying
+    each key/value head to the query heads that share it (``repeat_kv``: SmolLM2 has 3 key/value heads for 9 query
+    heads, so every pass with a mask copies its whole KV cache three times over). transformers takes that path only
+    without a mask, because CUDA's fast kernels refuse a mask with it; PyTorch's CPU kernel takes both. The same
+    attention, summed in another order: the numbers move by rounding. ``CausalLMPolicy`` turns it on while it
+    generates on a CPU (``minirl.bench.agents`` times the maze's rollout: RESULTS.md, "Language models on a CPU").
+    transformers reads its switch, an environment variable, at every attention call; the block restores it."""
+    before = os.environ.get(_FORCE_GQA)
+    if on:
+        os.environ[_FORCE_GQA] = "1"
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(_FORCE_GQA, None)
+        else:
+            os.environ[_FORCE_GQA] = before
 
 
 def cpu_has_bfloat16_units() -> bool:

@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from minirl.lm.cpu_decode import Bfloat16Copy, few_row_products, generation_form
+from minirl.lm.cpu_decode import Bfloat16Copy, few_row_products, generation_form, grouped_kv_attention
 from minirl.lm.scoring import completion_log_probs, kept_token_scores
 from minirl.protocols import Rollout, TokenScores
 
@@ -190,9 +190,10 @@ class CausalLMPolicy(nn.Module):
 
     @contextlib.contextmanager
     def _generating(self) -> Iterator[Any]:
-        """No gradients, a forked RNG, and the model to generate with: on a CPU with ``cpu_bfloat16`` its bfloat16
-        copy, refreshed from the current weights; else ``model`` itself under ``_autocast`` and ``_few_rows``."""
-        with torch.no_grad(), self._fork_rng():
+        """No gradients, a forked RNG, on a CPU ``grouped_kv_attention``, and the model to generate with: on a CPU
+        with ``cpu_bfloat16`` its bfloat16 copy, refreshed from the current weights; else ``model`` itself under
+        ``_autocast`` and ``_few_rows``."""
+        with torch.no_grad(), self._fork_rng(), grouped_kv_attention(self.device.type == "cpu"):
             if self.generation_form != "bfloat16 copy":
                 with self._autocast(), self._few_rows():
                     yield self.model
@@ -272,7 +273,6 @@ class CausalLMPolicy(nn.Module):
         )
         kwargs = {
             **sampling,
-            "num_return_sequences": group_size,
             "max_new_tokens": self.max_new_tokens,
             "pad_token_id": self.pad_token_id,
             "eos_token_id": self.eos_token_id,
@@ -280,26 +280,24 @@ class CausalLMPolicy(nn.Module):
             **generate_kwargs,
         }
         with self._generating() as model:
-            n_prefix, laid_ids, laid_mask = (
-                common_prefix_layout(input_ids, attention_mask)
-                if self.share_prompt_cache
-                else (0, input_ids, attention_mask)
-            )
-            if (
-                self.share_prompt_cache
-                and (group_size > 1 or n_prefix > 0)
-                and int(attention_mask.sum(dim=1).min()) > 1
-            ):
-                # generate would run every prompt group_size times, and the batch's common prefix batch x
-                # group_size times; run each once, copy the KV cache, and let generate continue from it (it
-                # runs only the prompts' last token itself).
-                cache = self._kv_cache(self._prompt_cache(laid_ids[:, :-1], laid_mask[:, :-1], n_prefix, model))
-                cache.batch_repeat_interleave(group_size)
-                input_ids = laid_ids.repeat_interleave(group_size, dim=0)
-                attention_mask = laid_mask.repeat_interleave(group_size, dim=0)
-                kwargs.update({"num_return_sequences": 1, self._cache_name: cache})
+            input_ids, attention_mask, cache = self.grouped_prompts(input_ids, attention_mask, group_size, model)
+            if cache is not None:
+                kwargs[self._cache_name] = cache
             torch.manual_seed(seed)
             return model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+
+    def grouped_prompts(self, ids: torch.Tensor, mask: torch.Tensor, group_size: int, model: Any):
+        """Prompts ``[batch, prompt_pos]`` -> each repeated ``group_size`` times ``[(batch trial), prompt_pos]``
+        and the KV cache of all but their last token, for ``model.generate`` to continue from (it then runs only
+        the last token itself). With ``share_prompt_cache`` each prompt runs once and its cache is copied, and the
+        batch's common prefix runs once (``common_prefix_layout``); without it the cache is None."""
+        share = self.share_prompt_cache
+        n_prefix, laid_ids, laid_mask = common_prefix_layout(ids, mask) if share else (0, ids, mask)
+        cache = None
+        if share and (group_size > 1 or n_prefix > 0) and int(mask.sum(dim=1).min()) > 1:
+            cache = self._kv_cache(self._prompt_cache(laid_ids[:, :-1], laid_mask[:, :-1], n_prefix, model))
+            cache.batch_repeat_interleave(group_size)
+        return laid_ids.repeat_interleave(group_size, dim=0), laid_mask.repeat_interleave(group_size, dim=0), cache
 
     def sample(
         self, prompts: Sequence[Any], group_size: int, *, temperature: float, generator: torch.Generator | None
