@@ -19,11 +19,13 @@ CPU_PROBES = (
     "bench_agents_cpu_bf16_steps10",
     "bench_agents_cpu_bf16copy_steps10",
     "bench_agents_cpu_bf16copy_steps10_seed2",
+    "bench_agents_cpu_bf16_gqa_steps10",
 )
 """Records on 2 CPU cores with a changed recipe: RL for 10 steps instead of 30 (its command says how), so that a
 whole seed, both RL arms included, fits in a session on this CPU; all but the first also with ``cpu_bfloat16``
 (``--cpu-bf16``; ``_bfloat16`` says what it did in each). The first two hold seed 0, the third seeds 0 and 1, the
-last seed 2."""
+fourth seed 2, the last seed 0 again with rollouts that run each first-turn prompt once per group and attend to
+the grouped key/value heads without copying them (commit dce707b)."""
 
 CPU_RECIPE_GRPO = ("bench_agents_cpu_bf16_grpo30",)
 """Records on 2 CPU cores of the recipe's own RL stage (30 steps) for GRPO alone (``--algos grpo``), with
