@@ -26,6 +26,11 @@ generated token (only the products run in bfloat16; the residual stream, norms a
 the bytes). The copy stores its weights in bfloat16 once and runs everything in bfloat16, in ``nn.Linear``'s form
 (the weight-first form is not used on it); ``python -m minirl.bench.agents --cpu-bf16`` times the maze's rollout
 with it (RESULTS.md, "Language models on a CPU: bfloat16 where the CPU has matrix units").
+
+A third lever is attention's: SmolLM2's query heads share key/value heads three to one, and transformers copies
+each key/value head to its query heads before attention whenever a mask is given (a multi-turn rollout always gives
+one). ``grouped_kv_attention()`` lets PyTorch's CPU kernel read them shared instead (``CausalLMPolicy`` generates
+under it on a CPU).
 """
 
 from __future__ import annotations
@@ -141,7 +146,7 @@ def grouped_kv_attention(on: bool = True) -> Iterator[None]:
     heads, so every pass with a mask copies its whole KV cache three times over). transformers takes that path only
     without a mask, because CUDA's fast kernels refuse a mask with it; PyTorch's CPU kernel takes both. The same
     attention, summed in another order: the numbers move by rounding. ``CausalLMPolicy`` turns it on while it
-    generates on a CPU (``minirl.bench.agents`` times the maze's rollout: RESULTS.md, "Language models on a CPU").
+    generates on a CPU (``minirl.bench.agents`` times the maze's rollout with it: RESULTS.md, "Agents").
     transformers reads its switch, an environment variable, at every attention call; the block restores it."""
     before = os.environ.get(_FORCE_GQA)
     if on:

@@ -19,17 +19,22 @@ CPU_PROBES = (
     "bench_agents_cpu_bf16_steps10",
     "bench_agents_cpu_bf16copy_steps10",
     "bench_agents_cpu_bf16copy_steps10_seed2",
-    "bench_agents_cpu_bf16_gqa_steps10",
 )
 """Records on 2 CPU cores with a changed recipe: RL for 10 steps instead of 30 (its command says how), so that a
 whole seed, both RL arms included, fits in a session on this CPU; all but the first also with ``cpu_bfloat16``
 (``--cpu-bf16``; ``_bfloat16`` says what it did in each). The first two hold seed 0, the third seeds 0 and 1, the
-fourth seed 2, the last seed 0 again with rollouts that run each first-turn prompt once per group and attend to
-the grouped key/value heads without copying them (commit dce707b)."""
+last seed 2."""
 
 CPU_RECIPE_GRPO = ("bench_agents_cpu_bf16_grpo30",)
 """Records on 2 CPU cores of the recipe's own RL stage (30 steps) for GRPO alone (``--algos grpo``), with
 ``cpu_bfloat16``; the first that also time the warm-started model's rollout."""
+
+
+CPU_FASTER_ROLLOUT = ("bench_agents_cpu_bf16_gqa_steps10", "bench_agents_cpu_bf16_gqa_steps10_seed1")
+"""The same 10-step probe with ``cpu_bfloat16`` (seed 0 with both RL arms, seed 1 with GRPO alone) after the
+rollout's two changes of commit dce707b: the first turn
+runs each prompt once for its group of walks, and attention on a CPU reads the grouped key/value heads without
+copying them (``minirl.lm.cpu_decode.grouped_kv_attention``)."""
 
 
 AUTOCAST_ONLY = ("bench_agents_cpu_bf16_steps10",)
@@ -251,6 +256,7 @@ def agents() -> str:
         lines += ["On 2 CPU cores:", "", *_one_record(cpu)]
     lines += _probes(CPU_PROBES, "On 2 CPU cores, a shorter RL stage")
     lines += _probes(CPU_RECIPE_GRPO, "On 2 CPU cores, the recipe's RL stage for GRPO alone")
+    lines += _probes(CPU_FASTER_ROLLOUT, "On 2 CPU cores, a shorter RL stage, with the faster rollout")
     fit = _load("bench_critic_fit")
     if fit is not None:
         lines += ["", "On 2 CPU cores:" if fit["machine"].get("gpu") is None else f"On one {fit['machine']['gpu']}:"]
