@@ -115,6 +115,10 @@ def test_the_policy_scores_an_episode_the_same_with_or_without_the_shared_prompt
     assert torch.allclose(shared[mask], whole[mask], atol=1e-4)
 
 
+def _seeded(seed: int) -> torch.Generator:
+    return torch.Generator().manual_seed(seed)
+
+
 def test_the_first_turn_runs_each_prompt_once_and_gives_the_episodes_of_running_every_walk():
     """Sampled with the prompts' KV cache shared (each prompt run once for its group, the system message once for
     all) or every walk's prompt run on its own: the same episodes, token for token (float32, greedy and seeded
@@ -131,7 +135,7 @@ def test_the_first_turn_runs_each_prompt_once_and_gives_the_episodes_of_running_
         p.model.get_input_embeddings().register_forward_hook(counter(key))
     for greedy in (True, False):
         a, b = (
-            sample_episodes(p, prompts, TASK.make_env, 4, max_turns=3, greedy=greedy, generator=torch.Generator())
+            sample_episodes(p, prompts, TASK.make_env, 4, max_turns=3, greedy=greedy, generator=_seeded(5))
             for p in (shared, whole)
         )
         assert torch.equal(a.tokens, b.tokens) and torch.equal(a.mask, b.mask)

@@ -32,9 +32,8 @@ CPU_RECIPE_GRPO = ("bench_agents_cpu_bf16_grpo30",)
 
 CPU_FASTER_ROLLOUT = ("bench_agents_cpu_bf16_gqa_steps10", "bench_agents_cpu_bf16_gqa_steps10_seed1")
 """The same 10-step probe with ``cpu_bfloat16`` (seed 0 with both RL arms, seed 1 with GRPO alone) after the
-rollout's two changes of commit dce707b: the first turn
-runs each prompt once for its group of walks, and attention on a CPU reads the grouped key/value heads without
-copying them (``minirl.lm.cpu_decode.grouped_kv_attention``)."""
+rollout's two changes of commit dce707b: the first turn runs each prompt once for its group of walks, and attention
+on a CPU reads the grouped key/value heads without copying them (``minirl.lm.cpu_decode.grouped_kv_attention``)."""
 
 
 AUTOCAST_ONLY = ("bench_agents_cpu_bf16_steps10",)
