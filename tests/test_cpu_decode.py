@@ -304,7 +304,7 @@ def test_grouped_kv_attention_skips_the_key_value_copies_and_gives_the_same_logi
     torch.testing.assert_close(grouped[keep], plain[keep], rtol=1e-5, atol=1e-4)
 
 
-def test_the_policy_generates_with_grouped_kv_attention_on_a_cpu(monkeypatch):
+def test_the_policy_generates_with_grouped_kv_attention_and_inverse_cdf_sampling_on_a_cpu(monkeypatch):
     import os
 
     from minirl.lm.models import make_tiny_lm
@@ -313,4 +313,141 @@ def test_the_policy_generates_with_grouped_kv_attention_on_a_cpu(monkeypatch):
     policy = make_tiny_lm(0, max_new_tokens=2)
     with policy._generating():
         assert os.environ.get("TRANSFORMERS_SDPA_FORCE_GQA") == "1"
+        assert torch.multinomial is not _ORIGINAL_MULTINOMIAL, "on a CPU the policy samples by the inverse CDF"
     assert "TRANSFORMERS_SDPA_FORCE_GQA" not in os.environ
+    assert torch.multinomial is _ORIGINAL_MULTINOMIAL
+
+
+_ORIGINAL_MULTINOMIAL = torch.multinomial
+
+
+# ---- the KV cache grows in place --------------------------------------------------------------------------------
+
+
+def _kv(batch, pos, seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(batch, 2, pos, 4, generator=g), torch.randn(batch, 2, pos, 4, generator=g)
+
+
+def test_the_grow_in_place_layer_holds_what_the_concatenating_layer_holds():
+    """The same updates, crop, batch selection and repeat on both layers: equal keys and values at every step (no
+    arithmetic, exact); while the room lasts, the in-place layer writes into one buffer (no new storage)."""
+    from transformers.cache_utils import DynamicLayer
+
+    from minirl.lm.cpu_decode import GrowInPlaceLayer
+
+    plain, grown = DynamicLayer(), GrowInPlaceLayer()
+
+    def update(batch, pos, seed):
+        k, v = _kv(batch, pos, seed)
+        a, b = plain.update(k, v), grown.update(k.clone(), v.clone())
+        assert torch.equal(a[0], b[0]) and torch.equal(a[1], b[1]), f"after adding {pos} positions"
+        assert grown.get_seq_length() == plain.get_seq_length()
+
+    update(3, 5, 0)  # a prompt
+    storage = grown.keys.untyped_storage().data_ptr()
+    for step in range(4):  # generated tokens, one position each
+        update(3, 1, 1 + step)
+    assert grown.keys.untyped_storage().data_ptr() == storage, "a token within the room is written in place"
+    update(3, GrowInPlaceLayer.room, 9)  # past the room: a new, larger buffer
+    assert grown.keys.untyped_storage().data_ptr() != storage
+    for layer in (plain, grown):
+        layer.crop(-2)
+    update(3, 1, 10)
+    for layer in (plain, grown):
+        layer.batch_select_indices(torch.tensor([2, 0]))  # episodes that ended are dropped
+    update(2, 3, 11)
+    for layer in (plain, grown):
+        layer.batch_repeat_interleave(2)
+    update(4, 1, 12)
+
+
+def test_grow_in_place_changes_only_plain_dynamic_layers_and_lets_none_through():
+    from transformers.cache_utils import DynamicCache, DynamicLayer, DynamicSlidingWindowLayer
+
+    from minirl.lm.cpu_decode import GrowInPlaceLayer, grow_in_place
+
+    assert grow_in_place(None) is None
+    cache = DynamicCache()
+    cache.layers = [DynamicLayer(), DynamicSlidingWindowLayer(sliding_window=4)]
+    assert grow_in_place(cache, on=False) is cache and type(cache.layers[0]) is DynamicLayer
+    assert grow_in_place(cache) is cache
+    assert type(cache.layers[0]) is GrowInPlaceLayer and type(cache.layers[1]) is DynamicSlidingWindowLayer
+
+
+def test_the_policy_generates_the_same_tokens_with_the_cache_grown_in_place(monkeypatch):
+    """Greedy answers of the tiny model (a shared prompt cache, then ten generated tokens): token for token the
+    same with transformers' own cache, which the policy uses when the cache is not grown in place."""
+    import minirl.lm.policy as policy_module
+    from minirl.lm.cpu_decode import GrowInPlaceLayer
+    from minirl.lm.models import make_tiny_lm
+
+    policy = make_tiny_lm(0, max_new_tokens=10)
+    prompts = ["Sort: 3 1 2", "Sort: 9 4 7 1 5"]
+    ids, mask = policy.encode_prompts(prompts)
+    with policy._generating() as model:
+        _, _, cache = policy.grouped_prompts(ids, mask, 3, model)
+    assert {type(layer) for layer in cache.layers} == {GrowInPlaceLayer}
+    grown = policy.sample(prompts, 3, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    greedy = policy.greedy(prompts)
+    monkeypatch.setattr(policy_module, "grow_in_place", lambda cache, on=True: cache)
+    assert torch.equal(policy.greedy(prompts).tokens, greedy.tokens)
+    plain = policy.sample(prompts, 3, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    assert torch.equal(plain.tokens, grown.tokens)
+
+
+# ---- sampling by the inverse CDF --------------------------------------------------------------------------------
+
+
+def test_inverse_cdf_sampling_draws_each_token_with_its_probability():
+    """200 000 rows of one distribution over 6 tokens, one draw each: every frequency within 5 standard errors
+    (sqrt(p (1 - p) / n) ≤ 0.0011) of its probability; the tokens of probability 0 are never drawn, nor are
+    those of another row's distribution. Unnormalised rows are allowed, as by ``torch.multinomial``."""
+    from minirl.lm.cpu_decode import inverse_cdf_sampling
+
+    p = torch.tensor([0.0, 0.1, 0.0, 0.45, 0.25, 0.2])
+    n = 200_000
+    probs = p.repeat(n, 1) * 3.0  # [rows, vocab], summing to 3
+    torch.manual_seed(0)
+    with inverse_cdf_sampling():
+        tokens = torch.multinomial(probs, 1)
+    assert tokens.shape == (n, 1) and tokens.dtype == torch.long
+    freq = torch.bincount(tokens.flatten(), minlength=6).double() / n
+    bound = 5 * (p * (1 - p) / n).sqrt().double()
+    assert ((freq - p.double()).abs() <= bound).all(), f"frequencies {freq.tolist()} for probabilities {p.tolist()}"
+    assert freq[0] == 0 and freq[2] == 0
+    rows = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 2.0], [0.0, 5.0, 0.0]])
+    with inverse_cdf_sampling():
+        assert torch.multinomial(rows, 1).flatten().tolist() == [0, 2, 1]
+
+
+def test_inverse_cdf_sampling_follows_the_global_seed_and_leaves_other_calls_alone():
+    from minirl.lm.cpu_decode import inverse_cdf_sampling
+
+    probs = torch.softmax(torch.randn(8, 50, generator=torch.Generator().manual_seed(0)), -1)
+    with inverse_cdf_sampling():
+        torch.manual_seed(3)
+        a = torch.multinomial(probs, 1)
+        torch.manual_seed(3)
+        b = torch.multinomial(probs, 1)
+        torch.manual_seed(4)
+        c = torch.multinomial(probs, 1)
+        g = torch.Generator().manual_seed(5)  # a generator, several draws or one row: torch.multinomial itself
+        with_generator = torch.multinomial(probs, 1, generator=g)
+        several = torch.multinomial(probs, 4, replacement=True, generator=torch.Generator().manual_seed(6))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert torch.equal(with_generator, torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(5)))
+    assert torch.equal(
+        several, torch.multinomial(probs, 4, replacement=True, generator=torch.Generator().manual_seed(6))
+    )
+
+
+def test_inverse_cdf_sampling_refuses_what_torch_refuses_and_restores_multinomial():
+    from minirl.lm.cpu_decode import inverse_cdf_sampling
+
+    for bad in (torch.tensor([[0.5, -0.1, 0.6]]), torch.tensor([[0.5, float("nan"), 0.5]]), torch.zeros(1, 3)):
+        with pytest.raises(RuntimeError), inverse_cdf_sampling():
+            torch.multinomial(bad, 1)
+        assert torch.multinomial is _ORIGINAL_MULTINOMIAL
+    with inverse_cdf_sampling(on=False):
+        assert torch.multinomial is _ORIGINAL_MULTINOMIAL

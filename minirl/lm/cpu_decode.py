@@ -31,6 +31,13 @@ A third lever is attention's: SmolLM2's query heads share key/value heads three 
 each key/value head to its query heads before attention whenever a mask is given (a multi-turn rollout always gives
 one). ``grouped_kv_attention()`` lets PyTorch's CPU kernel read them shared instead (``CausalLMPolicy`` generates
 under it on a CPU).
+
+Two more levers change no model at all. transformers' KV cache appends each new token's keys and values with
+``torch.cat``, which copies the whole cache, every layer, at every generated token; ``grow_in_place(cache)`` makes
+it write them into room kept free at the end instead (the same numbers). And ``torch.multinomial`` draws one
+exponential random number per vocabulary entry, serially on a CPU (49152 per row for SmolLM2), where
+``inverse_cdf_sampling()`` draws one uniform number per row and finds its token in the cumulative probabilities:
+the same distribution, another random stream. ``CausalLMPolicy`` uses both while it generates on a CPU.
 """
 
 from __future__ import annotations
@@ -43,6 +50,7 @@ from typing import Any
 
 import torch
 from torch import nn
+from transformers.cache_utils import DynamicLayer
 
 __all__ = [
     "FEW_ROWS",
@@ -50,8 +58,12 @@ __all__ = [
     "FewRowsLinear",
     "cpu_has_bfloat16_units",
     "few_row_products",
+    "GrowInPlaceLayer",
+    "cpu_generation",
     "generation_form",
     "grouped_kv_attention",
+    "grow_in_place",
+    "inverse_cdf_sampling",
 ]
 
 FEW_ROWS = 16
@@ -158,6 +170,102 @@ def grouped_kv_attention(on: bool = True) -> Iterator[None]:
             os.environ.pop(_FORCE_GQA, None)
         else:
             os.environ[_FORCE_GQA] = before
+
+
+class GrowInPlaceLayer(DynamicLayer):
+    """One layer of a KV cache, keys and values ``[batch, kv_heads, pos, head_dim]``, kept at the front of a longer
+    buffer ``[batch, kv_heads, pos + room, head_dim]``: ``update`` writes the new positions into the free room
+    and returns views of the filled front. transformers' ``DynamicLayer`` instead concatenates, copying the whole
+    cache at every generated token. When the room runs out, or ``batch_select_indices`` (dropping finished
+    episodes) or ``batch_repeat_interleave`` replaced the tensors, ``update`` copies them once into a new buffer
+    with ``room`` free positions."""
+
+    room = 64
+
+    def update(self, key_states: torch.Tensor, value_states: torch.Tensor, *args, **kwargs):
+        if not self.is_initialized:
+            self.lazy_initialization(key_states, value_states)
+        n, new = self.get_seq_length(), key_states.shape[-2]
+        buffers = getattr(self, "_room_buffers", None)
+        if buffers is None or not _at_front(self.keys, buffers[0]) or n + new > buffers[0].shape[-2]:
+            size = n + new + self.room
+            buffers = (_copied_into(self.keys, key_states, n, size), _copied_into(self.values, value_states, n, size))
+            self._room_buffers = buffers
+        keys, values = buffers
+        keys[..., n : n + new, :] = key_states
+        values[..., n : n + new, :] = value_states
+        self.keys, self.values = keys[..., : n + new, :], values[..., : n + new, :]
+        return self.keys, self.values
+
+
+def _at_front(tensor: torch.Tensor | None, buffer: torch.Tensor) -> bool:
+    """Whether ``tensor`` is a view of ``buffer``'s first positions (what ``update`` left there, or ``crop`` cut)."""
+    return (
+        tensor is not None
+        and tensor.data_ptr() == buffer.data_ptr()
+        and tensor.shape[:2] == buffer.shape[:2]
+        and tensor.shape[-1] == buffer.shape[-1]
+        and tensor.stride() == buffer.stride()
+    )
+
+
+def _copied_into(old: torch.Tensor | None, new: torch.Tensor, n: int, size: int) -> torch.Tensor:
+    """A buffer ``[batch, kv_heads, size, head_dim]`` shaped like ``new`` with ``old``'s ``n`` positions first."""
+    batch, heads, _, dim = new.shape
+    buffer = new.new_empty(batch, heads, size, dim)
+    if n:
+        buffer[..., :n, :] = old
+    return buffer
+
+
+def grow_in_place(cache: Any, on: bool = True) -> Any:
+    """``cache`` (a transformers ``DynamicCache``, or None) with each plain ``DynamicLayer`` turned into a
+    ``GrowInPlaceLayer`` (the same object and tensors, another ``update``); returned for chaining."""
+    if on and cache is not None:
+        for layer in getattr(cache, "layers", []):
+            if type(layer) is DynamicLayer:
+                layer.__class__ = GrowInPlaceLayer
+    return cache
+
+
+@contextlib.contextmanager
+def inverse_cdf_sampling(on: bool = True) -> Iterator[None]:
+    """Inside the block (when ``on``), ``torch.multinomial(probs, 1)`` on a CPU, with rows of probabilities
+    ``[rows, vocab]`` and no generator (what transformers' ``generate`` calls to sample), draws by the inverse CDF:
+    u ~ U[0, 1) per row, and the token is the first index i with ``cumsum(p)[i] > u · sum(p)``. Token i is drawn
+    with probability p_i / Σp, as by ``torch.multinomial``, which instead draws an exponential number per token
+    (``argmax p_i / e_i``): 49152 serial draws per row for SmolLM2, about ten times the time of the cumulative sum.
+    A token of probability 0 is never drawn. Any other call, and input that is not a valid distribution (its error
+    included), goes to ``torch.multinomial`` itself. The random numbers come from torch's global generator, which
+    ``CausalLMPolicy`` seeds before each ``generate``; the block restores ``torch.multinomial``."""
+    original = torch.multinomial
+
+    def multinomial(input, num_samples, replacement=False, *, generator=None, out=None):
+        plain = num_samples == 1 and generator is None and out is None and input.dim() == 2
+        if not (plain and input.device.type == "cpu" and input.is_floating_point() and input.shape[-1] > 0):
+            return original(input, num_samples, replacement, generator=generator, out=out)
+        cdf = input.double().cumsum(-1)  # [rows, vocab]
+        total = cdf[:, -1:]  # [rows, 1]
+        if not (torch.isfinite(total).all() and (total > 0).all() and (input >= 0).all()):
+            return original(input, num_samples, replacement)  # raises torch's own error
+        # u ≤ 1 - 2⁻⁵³ (53 random bits), so u · Σp < Σp in float64 and some cdf[i] exceeds it
+        draws = torch.rand(total.shape, dtype=torch.float64) * total  # [rows, 1]
+        return torch.searchsorted(cdf, draws, right=True)  # [rows, 1]: the first i with cdf[i] > u · Σp
+
+    if on:
+        torch.multinomial = multinomial
+    try:
+        yield
+    finally:
+        torch.multinomial = original
+
+
+@contextlib.contextmanager
+def cpu_generation(on: bool = True) -> Iterator[None]:
+    """``grouped_kv_attention`` and ``inverse_cdf_sampling`` together (when ``on``): what ``CausalLMPolicy``
+    generates under on a CPU."""
+    with grouped_kv_attention(on), inverse_cdf_sampling(on):
+        yield
 
 
 def cpu_has_bfloat16_units() -> bool:

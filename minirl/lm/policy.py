@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from minirl.lm.cpu_decode import Bfloat16Copy, few_row_products, generation_form, grouped_kv_attention
+from minirl.lm.cpu_decode import Bfloat16Copy, cpu_generation, few_row_products, generation_form, grow_in_place
 from minirl.lm.scoring import completion_log_probs, kept_token_scores
 from minirl.protocols import Rollout, TokenScores
 
@@ -190,10 +190,10 @@ class CausalLMPolicy(nn.Module):
 
     @contextlib.contextmanager
     def _generating(self) -> Iterator[Any]:
-        """No gradients, a forked RNG, on a CPU ``grouped_kv_attention``, and the model to generate with: on a CPU
+        """No gradients, a forked RNG, on a CPU ``cpu_generation``, and the model to generate with: on a CPU
         with ``cpu_bfloat16`` its bfloat16 copy, refreshed from the current weights; else ``model`` itself under
         ``_autocast`` and ``_few_rows``."""
-        with torch.no_grad(), self._fork_rng(), grouped_kv_attention(self.device.type == "cpu"):
+        with torch.no_grad(), self._fork_rng(), cpu_generation(self.device.type == "cpu"):
             if self.generation_form != "bfloat16 copy":
                 with self._autocast(), self._few_rows():
                     yield self.model
@@ -290,13 +290,14 @@ class CausalLMPolicy(nn.Module):
         """Prompts ``[batch, prompt_pos]`` -> each repeated ``group_size`` times ``[(batch trial), prompt_pos]``
         and the KV cache of all but their last token, for ``model.generate`` to continue from (it then runs only
         the last token itself). With ``share_prompt_cache`` each prompt runs once and its cache is copied, and the
-        batch's common prefix runs once (``common_prefix_layout``); without it the cache is None."""
+        batch's common prefix runs once (``common_prefix_layout``); without it the cache is None. On a CPU the
+        cache grows in place (``grow_in_place``)."""
         share = self.share_prompt_cache
         n_prefix, laid_ids, laid_mask = common_prefix_layout(ids, mask) if share else (0, ids, mask)
         cache = None
         if share and (group_size > 1 or n_prefix > 0) and int(mask.sum(dim=1).min()) > 1:
             cache = self._kv_cache(self._prompt_cache(laid_ids[:, :-1], laid_mask[:, :-1], n_prefix, model))
-            cache.batch_repeat_interleave(group_size)
+            grow_in_place(cache, self.device.type == "cpu").batch_repeat_interleave(group_size)
         return laid_ids.repeat_interleave(group_size, dim=0), laid_mask.repeat_interleave(group_size, dim=0), cache
 
     def sample(
