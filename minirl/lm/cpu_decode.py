@@ -234,7 +234,7 @@ def inverse_cdf_sampling(on: bool = True) -> Iterator[None]:
     ``[rows, vocab]`` and no generator (what transformers' ``generate`` calls to sample), draws by the inverse CDF:
     u ~ U[0, 1) per row, and the token is the first index i with ``cumsum(p)[i] > u · sum(p)``. Token i is drawn
     with probability p_i / Σp, as by ``torch.multinomial``, which instead draws an exponential number per token
-    (``argmax p_i / e_i``): 49152 serial draws per row for SmolLM2, about ten times the time of the cumulative sum.
+    (``argmax p_i / e_i``), one after another: 49152 per row for SmolLM2 (RESULTS.md, "Agents", says what it cost).
     A token of probability 0 is never drawn. Any other call, and input that is not a valid distribution (its error
     included), goes to ``torch.multinomial`` itself. The random numbers come from torch's global generator, which
     ``CausalLMPolicy`` seeds before each ``generate``; the block restores ``torch.multinomial``."""

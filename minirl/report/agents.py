@@ -35,6 +35,11 @@ CPU_FASTER_ROLLOUT = ("bench_agents_cpu_bf16_gqa_steps10", "bench_agents_cpu_bf1
 rollout's two changes of commit dce707b: the first turn runs each prompt once for its group of walks, and attention
 on a CPU reads the grouped key/value heads without copying them (``minirl.lm.cpu_decode.grouped_kv_attention``)."""
 
+CPU_INPLACE_ROLLOUT = ("bench_agents_cpu_bf16_inplace_steps10",)
+"""The same 10-step probe with ``cpu_bfloat16``, GRPO alone, seeds 0 and 2, after the rollout's next two changes
+(commit 9a7faa9): on a CPU the KV cache grows in place (``minirl.lm.cpu_decode.grow_in_place``) and tokens are drawn
+by the inverse CDF (``minirl.lm.cpu_decode.inverse_cdf_sampling``)."""
+
 
 AUTOCAST_ONLY = ("bench_agents_cpu_bf16_steps10",)
 """Records made while ``cpu_bfloat16`` generated under autocast too (commit 7de75b3), before generation took a
@@ -256,6 +261,7 @@ def agents() -> str:
     lines += _probes(CPU_PROBES, "On 2 CPU cores, a shorter RL stage")
     lines += _probes(CPU_RECIPE_GRPO, "On 2 CPU cores, the recipe's RL stage for GRPO alone")
     lines += _probes(CPU_FASTER_ROLLOUT, "On 2 CPU cores, a shorter RL stage, with the faster rollout")
+    lines += _probes(CPU_INPLACE_ROLLOUT, "On 2 CPU cores, a shorter RL stage, with the rollout's next two changes")
     fit = _load("bench_critic_fit")
     if fit is not None:
         lines += ["", "On 2 CPU cores:" if fit["machine"].get("gpu") is None else f"On one {fit['machine']['gpu']}:"]
