@@ -451,3 +451,19 @@ def test_inverse_cdf_sampling_refuses_what_torch_refuses_and_restores_multinomia
         assert torch.multinomial is _ORIGINAL_MULTINOMIAL
     with inverse_cdf_sampling(on=False):
         assert torch.multinomial is _ORIGINAL_MULTINOMIAL
+
+
+def test_generate_draws_its_tokens_through_the_inverse_cdf(monkeypatch):
+    """The tiny policy's seeded samples with the policy's CPU levers and with all but the sampler: other tokens
+    for the same seed, so ``generate`` does call the swapped ``torch.multinomial`` (a transformers that stopped
+    calling it would make them equal)."""
+    import minirl.lm.policy as policy_module
+    from minirl.lm.cpu_decode import grouped_kv_attention
+    from minirl.lm.models import make_tiny_lm
+
+    policy = make_tiny_lm(0, max_new_tokens=10)
+    prompts = ["Sort: 3 1 2", "Sort: 9 4 7 1 5"]
+    inverse_cdf = policy.sample(prompts, 4, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    monkeypatch.setattr(policy_module, "cpu_generation", grouped_kv_attention)
+    multinomial = policy.sample(prompts, 4, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    assert not torch.equal(inverse_cdf.tokens, multinomial.tokens)
