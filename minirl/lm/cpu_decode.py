@@ -213,7 +213,7 @@ def _copied_into(old: torch.Tensor | None, new: torch.Tensor, n: int, size: int)
     """A buffer ``[batch, kv_heads, size, head_dim]`` shaped like ``new`` with ``old``'s ``n`` positions first."""
     batch, heads, _, dim = new.shape
     buffer = new.new_empty(batch, heads, size, dim)
-    if n:
+    if n and old is not None:
         buffer[..., :n, :] = old
     return buffer
 
