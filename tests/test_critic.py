@@ -73,7 +73,10 @@ def test_the_head_learns_the_returns_of_a_batch(policy, batch):
     rewards = torch.tensor([[10.0, 0.0, 10.0], [0.0, 0.0, 10.0]])
     critic = Critic.for_policy(policy, lm_algorithm("ppo", value_learning_rate=1e-2))
     losses = [critic.advantages(policy, prompts, rollout, rewards)[1]["value_loss"] for _ in range(10)]
-    assert losses[-1] < 0.5 * losses[0]  # the same batch ten times: the linear fit improves steadily
+    # the same batch ten times: the linear fit improves at every call and closes most of the gap in the first few
+    # (a linear head on frozen features has a floor above 0, which depends on the sampled batch)
+    assert all(b < a for a, b in zip(losses, losses[1:])), f"value losses {losses}"
+    assert losses[-1] < 0.6 * losses[0], f"value losses {losses}"
 
 
 def test_the_value_loss_counts_only_the_model_tokens():
