@@ -41,7 +41,7 @@ from typing import Any
 
 from minirl.advantages import DELTA_MODES
 from minirl.losses import AGGREGATIONS
-from minirl.utils import check_positive_ints, read_as
+from minirl.utils import check_positive_ints, read_field
 
 __all__ = [
     "ADVANTAGE_LEVELS",
@@ -259,13 +259,7 @@ def parse_knob_value(knob: str, text: str) -> Any:
     """``text`` read as the value of ``AlgoConfig``'s field ``knob``, by the field's type: ``true`` or ``false`` for
     a bool, ``none`` for None where the field takes it, else an int, a float or the text itself (``--set``,
     ``--knob``)."""
-    types = {f.name: str(f.type) for f in fields(AlgoConfig) if f.name != "name"}
-    if knob not in types:
-        raise ValueError(f"unknown AlgoConfig knob {knob!r}; known: {sorted(types)}")
-    try:
-        return read_as(types[knob], text)
-    except ValueError as err:
-        raise ValueError(f"{knob}: {err}") from None
+    return read_field(AlgoConfig, knob, text, kind="knob", skip=("name",))
 
 
 class AlgoField:

@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import torch
 
 from minirl.protocols import EpisodicTask, Rollout
+from minirl.utils import draw_seed
 
 if TYPE_CHECKING:
     from minirl.lm.policy import CausalLMPolicy
@@ -243,14 +244,9 @@ def sample_episodes(  # noqa: C901
     cut = torch.zeros(n, dtype=torch.bool)
     alive = list(range(n))  # the episodes still talking, in the order of seq's rows
     cache = None
-    # plain sampling, as CausalLMPolicy.sample: no top-k or top-p from the model's generation config, so the
-    # tokens are drawn from the very distribution the loss scores
-    plain = {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0}
-    sampling = {"do_sample": False} if greedy else plain
-    device = generator.device if generator is not None else "cpu"
     for turn in range(max_turns):
-        seed = int(torch.randint(0, 2**62, (), generator=generator, device=device).item())
-        kwargs = {"max_new_tokens": policy.max_new_tokens, "pad_token_id": pad, "eos_token_id": eos}
+        seed = draw_seed(generator)
+        kwargs = policy.generation_kwargs(None if greedy else temperature)  # plain sampling, as policy.sample
         with policy._generating() as model:  # no_grad; the bfloat16 copy on a CPU with cpu_bfloat16
             if turn == 0:  # each prompt run once for its group, and the prompts' common prefix once in all
                 seq, attn, cache = policy.grouped_prompts(seq, attn, group_size, model)
@@ -258,7 +254,7 @@ def sample_episodes(  # noqa: C901
                 kwargs[policy._cache_name] = cache
             torch.manual_seed(seed)
             out = model.generate(
-                input_ids=seq, attention_mask=attn, use_cache=True, return_dict_in_generate=True, **sampling, **kwargs
+                input_ids=seq, attention_mask=attn, use_cache=True, return_dict_in_generate=True, **kwargs
             )
         new = out.sequences[:, seq.shape[1] :].cpu()  # [alive, new_pos]
         cache = _generated_cache(out, policy._cache_name)

@@ -24,9 +24,11 @@ __all__ = [
     "plain_json",
     "RunError",
     "device_generator",
+    "draw_seed",
     "load_torch",
     "peak_memory_gb",
     "read_as",
+    "read_field",
     "save_torch",
     "torch_threads",
     "write_json",
@@ -62,6 +64,13 @@ def device_generator(generator: torch.Generator, device: torch.device) -> torch.
         return generator
     seed = int(torch.randint(0, 2**62, (1,), generator=generator))
     return torch.Generator(device=device).manual_seed(seed)
+
+
+def draw_seed(generator: torch.Generator | None) -> int:
+    """One seed in [0, 2**62) drawn from ``generator`` (the global RNG when None), on the generator's device: what
+    a sampling call that seeds torch's global RNG itself (``generate``) takes from the caller's generator."""
+    device = generator.device if generator is not None else "cpu"
+    return int(torch.randint(0, 2**62, (), generator=generator, device=device).item())
 
 
 def check_positive_ints(**values: object) -> None:
@@ -172,3 +181,16 @@ def read_as(annotation: str, text: str) -> Any:
         return convert(text)
     except ValueError:
         raise ValueError(f"expected {annotation}; got {text!r}") from None
+
+
+def read_field(cls: type, name: str, text: str, *, kind: str = "field", skip: tuple[str, ...] = ()) -> Any:
+    """``text`` read as the value of the dataclass ``cls``'s field ``name`` (``kind``: what the error calls a
+    field), by the field's annotation (``read_as``). A ValueError names an unknown field (or one in ``skip``) with
+    the known ones ("unknown AlgoConfig knob 'lamb'; known: [...]"), or the field and what it expected."""
+    types = {f.name: str(f.type) for f in dataclasses.fields(cls) if f.name not in skip}
+    if name not in types:
+        raise ValueError(f"unknown {cls.__name__} {kind} {name!r}; known: {sorted(types)}")
+    try:
+        return read_as(types[name], text)
+    except ValueError as err:
+        raise ValueError(f"{name}: {err}") from None

@@ -198,7 +198,7 @@ def test_a_knob_or_recipe_flag_reads_its_value_by_type(parser, text, expected):
         ("parse_recipe_setting", "lr_schedule", r"--recipe: FIELD=VALUE, e.g. lr_schedule=cosine; got 'lr_schedule'"),
         ("parse_recipe_setting", "=cosine", r"--recipe: FIELD=VALUE"),
         ("parse_recipe_setting", "lr_shedule=cosine", r"unknown LMRecipe field 'lr_shedule'"),
-        ("parse_recipe_setting", "algo_knobs=x", r"unknown LMRecipe field 'algo_knobs' \(algo_knobs: --knob\)"),
+        ("parse_recipe_setting", "algo_knobs=x", r"algo_knobs has its own flag, --knob"),
         ("parse_recipe_setting", "steps=2.5", r"--recipe 'steps=2.5': steps: expected int; got '2.5'"),
         ("parse_recipe_setting", "short_system=yes", r"short_system: expected true or false; got 'yes'"),
     ],

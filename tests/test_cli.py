@@ -199,7 +199,7 @@ def test_set_changes_a_knob_and_labels_the_run(capsys):
 @pytest.mark.parametrize(
     "argv, words",
     [
-        (["train", "--set", "inner_epoch=2"], ["knob of AlgoConfig", "inner_epoch=2"]),
+        (["train", "--set", "inner_epoch=2"], ["unknown AlgoConfig knob 'inner_epoch'", "'inner_epochs'"]),
         (["train", "--set", "inner_epochs=two"], ["--set inner_epochs", "expected int"]),
         (["train", "--set", "importance_ratio=maybe"], ["true or false"]),
     ],

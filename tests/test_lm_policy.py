@@ -107,6 +107,20 @@ def test_sample_shapes_and_determinism(tiny):
     assert greedy.tokens.shape[:2] == (2, 1) and torch.equal(greedy.tokens, tiny.greedy(PROMPTS).tokens)
 
 
+def test_sampling_ignores_the_models_generation_config():
+    """Plain sampling: the tokens come from π itself, whatever top-k the model's generation config sets (with
+    top_k = 1 there, ``generate`` would otherwise sample the greedy tokens)."""
+    policy = make_tiny_lm(seed=0, max_new_tokens=10)
+    draw = lambda: policy.sample(PROMPTS, 4, temperature=1.0, generator=torch.Generator().manual_seed(3))  # noqa: E731
+    plain = draw()
+    policy.model.generation_config.top_k = 1
+    assert torch.equal(draw().tokens, plain.tokens)
+    greedy = policy.greedy(PROMPTS).tokens
+    assert any(
+        not torch.equal(plain.tokens[b, t, : greedy.shape[-1]], greedy[b, 0]) for b in range(2) for t in range(4)
+    )
+
+
 def test_sampling_with_shared_prompt_cache_equals_plain():
     prompts = ["Hi", "A much longer prompt, so that the first one is left-padded."]
     shared, plain = make_tiny_lm(seed=0), make_tiny_lm(seed=0)

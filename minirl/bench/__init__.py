@@ -74,21 +74,18 @@ def parse_recipe_setting(text: str) -> tuple[str, Any]:
     """``"lr_schedule=cosine"`` → ``("lr_schedule", "cosine")``: an ``LMRecipe`` field and its value read by the
     field's type (``minirl.utils.read_as``); whether the value is one the field takes is the recipe's to say
     when it is built (``LMRecipe.with_``). ``algo_knobs`` has its own flag, ``--knob``."""
-    from dataclasses import fields
-
     from minirl.lm.recipes import LMRecipe
-    from minirl.utils import read_as
+    from minirl.utils import read_field
 
     name, sep, value = text.partition("=")
     if not (sep and name):
         raise ValueError(f"--recipe: FIELD=VALUE, e.g. lr_schedule=cosine; got {text!r}")
-    types = {f.name: str(f.type) for f in fields(LMRecipe) if f.name != "algo_knobs"}
-    if name not in types:
-        raise ValueError(f"--recipe: unknown LMRecipe field {name!r} (algo_knobs: --knob); known: {sorted(types)}")
+    if name == "algo_knobs":
+        raise ValueError("--recipe: algo_knobs has its own flag, --knob ALGO.KNOB=VALUE")
     try:
-        return name, read_as(types[name], value)
+        return name, read_field(LMRecipe, name, value, skip=("algo_knobs",))
     except ValueError as err:
-        raise ValueError(f"--recipe {text!r}: {name}: {err}") from None
+        raise ValueError(f"--recipe {text!r}: {err}") from None
 
 
 def recipe_changes(args) -> dict[str, Any]:

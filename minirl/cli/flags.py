@@ -136,12 +136,11 @@ def save_name(flag: str | None, default: str) -> str | None:
 
 def knob_changes(pairs: list[str]) -> dict:
     """``--set knob=value`` pairs as AlgoConfig changes, each value parsed by the knob's type (``parse_knob_value``)."""
-    known = sorted(f.name for f in dataclasses.fields(AlgoConfig) if f.name != "name")
     changes = {}
     for pair in pairs:
         knob, sep, value = pair.partition("=")
-        if not sep or knob not in known:
-            raise ValueError(f"--set expects knob=value with a knob of AlgoConfig {known}; got {pair!r}")
+        if not sep:
+            raise ValueError(f"--set expects knob=value, e.g. inner_epochs=4; got {pair!r}")
         try:
             changes[knob] = parse_knob_value(knob, value)
         except ValueError as err:

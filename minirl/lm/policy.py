@@ -34,6 +34,7 @@ from torch import nn
 from minirl.lm.cpu_decode import Bfloat16Copy, cpu_generation, few_row_products, generation_form, grow_in_place
 from minirl.lm.scoring import completion_log_probs, kept_token_scores
 from minirl.protocols import Rollout, TokenScores
+from minirl.utils import draw_seed
 
 __all__ = ["CausalLMPolicy", "common_prefix_layout", "completion_log_probs", "first_eos_mask"]
 
@@ -265,26 +266,27 @@ class CausalLMPolicy(nn.Module):
         seed: int = 0,
         **generate_kwargs,
     ):
-        """``model.generate`` with the KV cache, plain sampling (no top-k / top-p) seeded by ``seed``."""
-        sampling = (
-            {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0}
-            if do_sample
-            else {"do_sample": False}
-        )
-        kwargs = {
-            **sampling,
-            "max_new_tokens": self.max_new_tokens,
-            "pad_token_id": self.pad_token_id,
-            "eos_token_id": self.eos_token_id,
-            "use_cache": True,
-            **generate_kwargs,
-        }
+        """``model.generate`` with the KV cache and ``generation_kwargs``, seeded by ``seed``."""
+        kwargs = {**self.generation_kwargs(temperature if do_sample else None), "use_cache": True, **generate_kwargs}
         with self._generating() as model:
             input_ids, attention_mask, cache = self.grouped_prompts(input_ids, attention_mask, group_size, model)
             if cache is not None:
                 kwargs[self._cache_name] = cache
             torch.manual_seed(seed)
             return model.generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
+
+    def generation_kwargs(self, temperature: float | None) -> dict[str, Any]:
+        """``generate``'s keywords for one reply: plain sampling at ``temperature`` (no top-k or top-p from the
+        model's generation config, so the tokens are drawn from the very distribution the loss scores), the most
+        likely token when None; the response budget, the end and the padding token."""
+        tokens = {
+            "max_new_tokens": self.max_new_tokens,
+            "pad_token_id": self.pad_token_id,
+            "eos_token_id": self.eos_token_id,
+        }
+        if temperature is None:
+            return {"do_sample": False, **tokens}
+        return {"do_sample": True, "temperature": float(temperature), "top_k": 0, "top_p": 1.0, **tokens}
 
     def grouped_prompts(self, ids: torch.Tensor, mask: torch.Tensor, group_size: int, model: Any):
         """Prompts ``[batch, prompt_pos]`` -> each repeated ``group_size`` times ``[(batch trial), prompt_pos]``
@@ -313,8 +315,7 @@ class CausalLMPolicy(nn.Module):
             raise ValueError(f"group_size must be a positive int; got {group_size!r}")
         if not temperature > 0:
             raise ValueError(f"temperature must be > 0; got {temperature!r}")
-        device = generator.device if generator is not None else "cpu"
-        seed = int(torch.randint(0, 2**62, (), generator=generator, device=device).item())
+        seed = draw_seed(generator)
         input_ids, attention_mask = self.encode_prompts(prompts)
         out = self._generate(
             input_ids, attention_mask, group_size=group_size, do_sample=True, temperature=temperature, seed=seed
