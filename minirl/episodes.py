@@ -51,6 +51,8 @@ __all__ = [
     "episode_mask_errors",
     "episode_rollout",
     "greedy_rollout",
+    "WALKS_PER_CALL",
+    "sample_answers",
     "sample_episodes",
     "sample_rollout",
     "scripted_episodes",
@@ -354,14 +356,63 @@ def demonstrations(policy: Any, task: Any, prompts: Any, generator: torch.Genera
     return policy.rollout_from_texts(prompts, [[p.target] for p in prompts])
 
 
+WALKS_PER_CALL = 128
+"""How many answers ``sample_answers`` (and so ``success_by_prompt``) samples in one call by default. Every
+walk's KV cache (each layer's keys and values of every token, padded to the longest walk of the call) stays in
+memory until the call ends, and the allocator keeps the copies the cache leaves behind as it grows, so a call's
+memory grows with its walks: sampling all of notebook 12's success rates in one call ran a 23 GB machine out of
+memory in float32."""
+
+
+def sample_answers(
+    policy: Any,
+    task: Any,
+    prompts: Sequence[Any],
+    n_samples: int,
+    *,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+    walks_per_call: int | None = WALKS_PER_CALL,
+) -> list[list[Any]]:
+    """``n_samples`` sampled answers per prompt (a list per prompt: ``Rollout.answers``), by ``sample_rollout``
+    calls of as many whole prompts as fit in ``walks_per_call`` answers (one prompt when even one does not; None:
+    every prompt in one call), drawing from ``generator`` in turn. The chunks bound the memory of a call (see
+    ``WALKS_PER_CALL``); the same ``walks_per_call`` and generator give the same answers."""
+    if not (isinstance(n_samples, int) and n_samples > 0):
+        raise ValueError(f"n_samples must be a positive int; got {n_samples!r}")
+    if walks_per_call is not None and not (isinstance(walks_per_call, int) and walks_per_call > 0):
+        raise ValueError(f"walks_per_call must be a positive int or None; got {walks_per_call!r}")
+    per_call = len(prompts) if walks_per_call is None else max(1, walks_per_call // n_samples)
+    answers: list[list[Any]] = []
+    for i in range(0, len(prompts), per_call):
+        chunk = prompts[i : i + per_call]
+        answers += sample_rollout(policy, task, chunk, n_samples, temperature=temperature, generator=generator).answers
+    return answers
+
+
 def success_by_prompt(
-    policy: Any, task: Any, prompts: Sequence[Any], n_samples: int = 1, *, temperature: float = 1.0, generator=None
+    policy: Any,
+    task: Any,
+    prompts: Sequence[Any],
+    n_samples: int = 1,
+    *,
+    temperature: float = 1.0,
+    generator: torch.Generator | None = None,
+    walks_per_call: int | None = WALKS_PER_CALL,
 ) -> torch.Tensor:
     """The fraction of answers the task calls correct, per prompt ``[batch]`` float: the greedy answer when
-    ``n_samples`` is 0, else ``n_samples`` sampled at ``temperature`` (an episodic task: the share of walks from
-    each start that reach the goal)."""
+    ``n_samples`` is 0, else ``n_samples`` sampled at ``temperature``, ``walks_per_call`` at a time
+    (``sample_answers``; an episodic task: the share of walks from each start that reach the goal)."""
     if n_samples == 0:
-        rollout = greedy_rollout(policy, task, prompts)
+        answers = greedy_rollout(policy, task, prompts).answers
     else:
-        rollout = sample_rollout(policy, task, prompts, n_samples, temperature=temperature, generator=generator)
-    return task.is_correct(prompts, rollout.answers).float().mean(dim=1)
+        answers = sample_answers(
+            policy,
+            task,
+            prompts,
+            n_samples,
+            temperature=temperature,
+            generator=generator,
+            walks_per_call=walks_per_call,
+        )
+    return task.is_correct(prompts, answers).float().mean(dim=1)

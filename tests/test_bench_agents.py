@@ -119,17 +119,18 @@ def test_success_rates_sample_whole_cells_at_most_walks_per_call_at_a_time(monke
     """A success rate over many walks is sampled in calls of whole cells, never more than ``walks_per_call`` walks at
     once (their KV caches must fit in memory), and still counts every walk of every cell."""
     import minirl.bench.agents as agents
+    import minirl.episodes
     from minirl.lm import make_tiny_lm
     from toy_envs.maze_text import TextMazeTask
 
     calls = []
-    real = agents.sample_rollout
+    real = minirl.episodes.sample_rollout
 
     def counted(policy, task, prompts, group_size, **kw):
         calls.append(len(prompts) * group_size)
         return real(policy, task, prompts, group_size, **kw)
 
-    monkeypatch.setattr(agents, "sample_rollout", counted)
+    monkeypatch.setattr(minirl.episodes, "sample_rollout", counted)  # sample_answers' calls
     task, policy = TextMazeTask(), make_tiny_lm(seed=0, max_new_tokens=2)
     cells = agents._cells(policy, task, samples=3, seed=0, walks_per_call=7)  # 2 cells (6 walks) a call
     assert calls == [6, 6, 6, 6, 6]  # 10 cells

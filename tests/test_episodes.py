@@ -7,13 +7,16 @@ cache shared or not) agree to ~1e-6 (a few ulps through 4 blocks); ``abs=1e-4`` 
 import pytest
 import torch
 
+import minirl.episodes
 from minirl.episodes import (
     env_turn_encoder,
     env_turn_ids,
     episode_mask_errors,
     greedy_rollout,
+    sample_answers,
     sample_episodes,
     sample_rollout,
+    success_by_prompt,
 )
 from minirl.evaluate import evaluate
 from minirl.lm.models import make_tiny_lm
@@ -158,6 +161,54 @@ def test_the_same_generator_gives_the_same_episodes(policy):
     assert a[1] != c[1]
 
 
+def test_episodes_are_sampled_from_the_policy_whatever_the_generation_config():
+    """As ``policy.sample``: plain sampling, not the top-k of the model's generation config (top_k = 1 there
+    would make every sampled walk the greedy one)."""
+    policy = make_tiny_lm(0, max_new_tokens=5)
+    prompts = TASK.sample_prompts(2, torch.Generator().manual_seed(0))
+
+    def replies():
+        rollout = sample_rollout(policy, TASK, prompts, 4, temperature=1.0, generator=torch.Generator().manual_seed(1))
+        return [[e.replies for e in group] for group in rollout.answers]
+
+    plain = replies()
+    policy.model.generation_config.top_k = 1
+    assert replies() == plain
+    assert any(len({str(r) for r in group}) > 1 for group in plain)  # not every walk of a group the same
+
+
+@pytest.mark.parametrize(
+    "walks_per_call, prompts_per_call", [(None, [5]), (4, [2, 2, 1]), (5, [2, 2, 1]), (1, [1, 1, 1, 1, 1])]
+)
+def test_answers_are_sampled_in_calls_of_whole_groups_that_fit(policy, monkeypatch, walks_per_call, prompts_per_call):
+    """Memory: as many whole groups (2 walks each here) as fit in ``walks_per_call`` a call, one when none fits."""
+    calls = []
+    sample = minirl.episodes.sample_rollout
+
+    def spy(policy, task, prompts, group_size, **kwargs):
+        calls.append(len(prompts))
+        return sample(policy, task, prompts, group_size, **kwargs)
+
+    monkeypatch.setattr(minirl.episodes, "sample_rollout", spy)
+    prompts = TASK.eval_prompts(5)
+    answers = sample_answers(policy, TASK, prompts, 2, generator=_seeded(0), walks_per_call=walks_per_call)
+    assert calls == prompts_per_call
+    assert [[e.start for e in group] for group in answers] == [[p.start] * 2 for p in prompts]
+    rates = success_by_prompt(policy, TASK, prompts, 2, generator=_seeded(0), walks_per_call=walks_per_call)
+    assert calls == prompts_per_call * 2 and rates.shape == (5,) and ((rates >= 0) & (rates <= 1)).all()
+
+
+def test_the_same_calls_and_generator_give_the_same_answers(policy):
+    def replies(seed, per_call):
+        answers = sample_answers(
+            policy, TASK, TASK.eval_prompts(3), 2, generator=_seeded(seed), walks_per_call=per_call
+        )
+        return [[e.replies for e in group] for group in answers]
+
+    assert replies(0, 2) == replies(0, 2)
+    assert replies(0, 2) != replies(1, 2)
+
+
 def test_bad_arguments_are_refused(policy):
     prompts = TASK.eval_prompts(1)
     with pytest.raises(ValueError, match=r"group_size must be a positive int; got 0"):
@@ -166,6 +217,10 @@ def test_bad_arguments_are_refused(policy):
         sample_episodes(policy, prompts, TASK.make_env, 1, max_turns=0)
     with pytest.raises(ValueError, match=r"temperature must be > 0; got 0.0"):
         sample_episodes(policy, prompts, TASK.make_env, 1, max_turns=6, temperature=0.0)
+    with pytest.raises(ValueError, match=r"n_samples must be a positive int; got 0"):
+        sample_answers(policy, TASK, prompts, 0)
+    with pytest.raises(ValueError, match=r"walks_per_call must be a positive int or None; got 0"):
+        sample_answers(policy, TASK, prompts, 1, walks_per_call=0)
 
 
 def test_evaluate_and_the_loop_run_episodes_for_an_episodic_task(policy):

@@ -49,7 +49,7 @@ import torch
 from minirl.bench import add_recipe_probes, finish, part_figures, recipe_changes, spread
 from minirl.bench.critic_fit import fit_values, quick_recipe, sample_batches, values_against_exact
 from minirl.critic import Critic
-from minirl.episodes import sample_rollout, success_by_prompt
+from minirl.episodes import sample_answers, sample_rollout, success_by_prompt
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, maze_recipe, model_kind
 from minirl.results import Record, history_figures
@@ -105,17 +105,12 @@ def _by_cell(task: TextMazeTask, rates: torch.Tensor) -> dict[str, float]:
 def _cells(policy, task: TextMazeTask, samples: int, seed: int, walks_per_call: int | None = None) -> dict[str, Any]:
     """Greedy and sampled success per start cell, and the share of sampled replies that were a move.
 
-    ``walks_per_call``: the walks sampled at once, as many whole cells as fit in it (one cell when even one does not):
-    the KV caches of every walk in a call, every layer's keys and values of every token, must fit in memory. None:
-    every walk in one call."""
+    ``walks_per_call``: the walks sampled at once (``minirl.episodes.sample_answers``; None: every walk in one
+    call)."""
     prompts = task.eval_prompts(len(task.start_cells))
     gen = torch.Generator().manual_seed(seed)
     greedy = success_by_prompt(policy, task, prompts, 0)
-    cells_per_call = len(prompts) if walks_per_call is None else max(1, walks_per_call // samples)
-    answers = []
-    for i in range(0, len(prompts), cells_per_call):
-        chunk = prompts[i : i + cells_per_call]
-        answers += sample_rollout(policy, task, chunk, samples, temperature=1.0, generator=gen).answers
+    answers = sample_answers(policy, task, prompts, samples, generator=gen, walks_per_call=walks_per_call)
     sampled = task.is_correct(prompts, answers).float().mean(dim=1)
     episodes = [e for group in answers for e in group]
     replies = sum(e.turns for e in episodes)
