@@ -356,12 +356,13 @@ def demonstrations(policy: Any, task: Any, prompts: Any, generator: torch.Genera
     return policy.rollout_from_texts(prompts, [[p.target] for p in prompts])
 
 
-WALKS_PER_CALL = 128
-"""How many answers ``sample_answers`` (and so ``success_by_prompt``) samples in one call by default. Every
-walk's KV cache (each layer's keys and values of every token, padded to the longest walk of the call) stays in
-memory until the call ends, and the allocator keeps the copies the cache leaves behind as it grows, so a call's
-memory grows with its walks: sampling all of notebook 12's success rates in one call ran a 23 GB machine out of
-memory in float32."""
+WALKS_PER_CALL = 64
+"""How many answers ``sample_answers`` (and so ``success_by_prompt``) samples in one call by default: as many as
+a step of the maze recipe samples (8 start cells × 8 walks), so measuring a success rate needs no more memory than
+training. Every walk's KV cache (each layer's keys and values of every token, padded to the longest walk of the
+call) stays in memory until the call ends, and the allocator keeps the copies the cache leaves behind as it grows,
+so a call's memory grows with its walks: notebook 12's 1,280 warm-start walks in one call ran a 23 GB machine out
+of memory in float32."""
 
 
 def sample_answers(
