@@ -376,19 +376,23 @@ def sample_answers(
     walks_per_call: int | None = WALKS_PER_CALL,
 ) -> list[list[Any]]:
     """``n_samples`` sampled answers per prompt (a list per prompt: ``Rollout.answers``), by ``sample_rollout``
-    calls of as many whole prompts as fit in ``walks_per_call`` answers (one prompt when even one does not; None:
-    every prompt in one call), drawing from ``generator`` in turn. The chunks bound the memory of a call (see
-    ``WALKS_PER_CALL``); the same ``walks_per_call`` and generator give the same answers."""
+    calls of at most ``walks_per_call`` answers (None: every prompt in one call): as many whole prompts' groups as
+    fit, or, when one group does not, each prompt's in calls of ``walks_per_call``; they draw from ``generator`` in
+    turn. The calls bound the memory (``WALKS_PER_CALL``); the same ``walks_per_call`` and generator give the same
+    answers."""
     if not (isinstance(n_samples, int) and n_samples > 0):
         raise ValueError(f"n_samples must be a positive int; got {n_samples!r}")
     if walks_per_call is not None and not (isinstance(walks_per_call, int) and walks_per_call > 0):
         raise ValueError(f"walks_per_call must be a positive int or None; got {walks_per_call!r}")
-    per_call = len(prompts) if walks_per_call is None else max(1, walks_per_call // n_samples)
-    answers: list[list[Any]] = []
-    for i in range(0, len(prompts), per_call):
-        chunk = prompts[i : i + per_call]
-        answers += sample_rollout(policy, task, chunk, n_samples, temperature=temperature, generator=generator).answers
-    return answers
+
+    def sample(chunk: Sequence[Any], group_size: int) -> list[list[Any]]:
+        return sample_rollout(policy, task, chunk, group_size, temperature=temperature, generator=generator).answers
+
+    if walks_per_call is not None and n_samples > walks_per_call:  # a group split over several calls
+        sizes = [min(walks_per_call, n_samples - k) for k in range(0, n_samples, walks_per_call)]
+        return [[a for size in sizes for a in sample([prompt], size)[0]] for prompt in prompts]
+    per_call = len(prompts) if walks_per_call is None else walks_per_call // n_samples
+    return [group for i in range(0, len(prompts), per_call) for group in sample(prompts[i : i + per_call], n_samples)]
 
 
 def success_by_prompt(

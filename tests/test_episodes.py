@@ -178,24 +178,30 @@ def test_episodes_are_sampled_from_the_policy_whatever_the_generation_config():
 
 
 @pytest.mark.parametrize(
-    "walks_per_call, prompts_per_call", [(None, [5]), (4, [2, 2, 1]), (5, [2, 2, 1]), (1, [1, 1, 1, 1, 1])]
+    "walks_per_call, calls_made",  # (prompts, walks of each) a call
+    [
+        (None, [(5, 3)]),
+        (6, [(2, 3), (2, 3), (1, 3)]),
+        (8, [(2, 3), (2, 3), (1, 3)]),
+        (2, [(1, 2), (1, 1)] * 5),  # a group of 3 does not fit: each prompt's in calls of at most 2
+    ],
 )
-def test_answers_are_sampled_in_calls_of_whole_groups_that_fit(policy, monkeypatch, walks_per_call, prompts_per_call):
-    """Memory: as many whole groups (2 walks each here) as fit in ``walks_per_call`` a call, one when none fits."""
+def test_answers_are_sampled_in_calls_of_at_most_walks_per_call(policy, monkeypatch, walks_per_call, calls_made):
+    """Memory: never more than ``walks_per_call`` walks a call, as many whole groups (3 walks here) as fit."""
     calls = []
     sample = minirl.episodes.sample_rollout
 
     def spy(policy, task, prompts, group_size, **kwargs):
-        calls.append(len(prompts))
+        calls.append((len(prompts), group_size))
         return sample(policy, task, prompts, group_size, **kwargs)
 
     monkeypatch.setattr(minirl.episodes, "sample_rollout", spy)
     prompts = TASK.eval_prompts(5)
-    answers = sample_answers(policy, TASK, prompts, 2, generator=_seeded(0), walks_per_call=walks_per_call)
-    assert calls == prompts_per_call
-    assert [[e.start for e in group] for group in answers] == [[p.start] * 2 for p in prompts]
-    rates = success_by_prompt(policy, TASK, prompts, 2, generator=_seeded(0), walks_per_call=walks_per_call)
-    assert calls == prompts_per_call * 2 and rates.shape == (5,) and ((rates >= 0) & (rates <= 1)).all()
+    answers = sample_answers(policy, TASK, prompts, 3, generator=_seeded(0), walks_per_call=walks_per_call)
+    assert calls == calls_made
+    assert [[e.start for e in group] for group in answers] == [[p.start] * 3 for p in prompts]
+    rates = success_by_prompt(policy, TASK, prompts, 3, generator=_seeded(0), walks_per_call=walks_per_call)
+    assert calls == calls_made * 2 and rates.shape == (5,) and ((rates >= 0) & (rates <= 1)).all()
 
 
 def test_the_same_calls_and_generator_give_the_same_answers(policy):
