@@ -173,6 +173,7 @@ class LMRecipe:
             the name: faster where the CPU has bfloat16 matrix units, other numbers than the float32 records).
         algo_knobs: a probe's changes to the algorithms, ``(algorithm, knob, value)`` triples such as
             ``("grpo", "delta_mode", "centered_rewards")``, applied by ``algorithm`` to that preset only.
+        micro_batch_size: prompts per forward/backward pass of a step (``TrainConfig``'s; None: all at once).
     """
 
     learning_rate: float
@@ -196,6 +197,7 @@ class LMRecipe:
     sft_lr_schedule: str = "constant"
     cpu_bfloat16: bool = False
     algo_knobs: tuple[tuple[str, str, Any], ...] = ()
+    micro_batch_size: int | None = None
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -211,7 +213,7 @@ class LMRecipe:
             eval_every=self.eval_every,
             unseen_answers=self.unseen_answers,
         )
-        for name in ("threads", "trainable_layers", "sft_prompts_per_step"):
+        for name in ("threads", "trainable_layers", "sft_prompts_per_step", "micro_batch_size"):
             if getattr(self, name) is not None:
                 check_positive_ints(**{name: getattr(self, name)})
         for name in ("learning_rate", "sft_learning_rate", "temperature"):
@@ -321,6 +323,7 @@ class LMRecipe:
             eval_prompts=self.eval_prompts,
             eval_sampled=False,
             threads=self.threads,
+            micro_batch_size=self.micro_batch_size,
         )
         algo = self.algorithm(algo) if isinstance(algo, str) else algo
         return TrainConfig(task=task, algo=algo, seed=seed, **{**settings, **overrides})
@@ -483,6 +486,7 @@ MAZE_CHANGES: dict[str, dict[str, Any]] = {
         "steps": 30,
         "prompts_per_step": 8,
         "group_size": 8,
+        "micro_batch_size": 1,  # a step scored group by group: 64 walks in one pass outgrow a laptop (RESULTS.md, Agents)
         "eval_prompts": 10,  # every start cell
         "eval_every": 5,
         "unseen_answers": 0,
