@@ -361,8 +361,8 @@ WALKS_PER_CALL = 64
 a step of the maze recipe samples (8 start cells × 8 walks), so measuring a success rate needs no more memory than
 training. Every walk's KV cache (each layer's keys and values of every token, padded to the longest walk of the
 call) stays in memory until the call ends, and the allocator keeps the copies the cache leaves behind as it grows,
-so a call's memory grows with its walks: notebook 12's 1,280 warm-start walks in one call ran a 23 GB machine out
-of memory in float32."""
+so a call's memory grows with its walks: notebook 12's warm-start walks, all in one call, ran a machine out of
+memory (RESULTS.md, Agents, "Memory")."""
 
 
 def sample_answers(
