@@ -486,7 +486,7 @@ MAZE_CHANGES: dict[str, dict[str, Any]] = {
         "steps": 30,
         "prompts_per_step": 8,
         "group_size": 8,
-        "micro_batch_size": 1,  # a step scored group by group: 64 walks in one pass outgrow a laptop (RESULTS.md, Agents)
+        "micro_batch_size": 1,  # scored group by group: a whole step in one pass outgrows a laptop (RESULTS.md, Agents)
         "eval_prompts": 10,  # every start cell
         "eval_every": 5,
         "unseen_answers": 0,
