@@ -62,8 +62,7 @@ def device_generator(generator: torch.Generator, device: torch.device) -> torch.
     """``generator`` itself on the CPU; on another device a generator there, seeded by one draw from it."""
     if torch.device(device).type == "cpu":
         return generator
-    seed = int(torch.randint(0, 2**62, (1,), generator=generator))
-    return torch.Generator(device=device).manual_seed(seed)
+    return torch.Generator(device=device).manual_seed(draw_seed(generator))
 
 
 def draw_seed(generator: torch.Generator | None) -> int:
