@@ -44,6 +44,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "Conversation",
+    "choice_demonstrations",
     "demonstrations",
     "env_turn_encoder",
     "env_turn_ids",
@@ -354,6 +355,47 @@ def demonstrations(policy: Any, task: Any, prompts: Any, generator: torch.Genera
             policy, prompts, task.make_env, task.demonstrate, max_turns=task.max_turns, generator=generator
         )
     return policy.rollout_from_texts(prompts, [[p.target] for p in prompts])
+
+
+def choice_demonstrations(
+    policy: Any, task: Any, prompts: Any, generator: torch.Generator | None
+) -> tuple[Rollout, torch.Tensor]:
+    """``demonstrations`` of an episodic task whose demonstrator draws each reply uniformly from a set (the task's
+    ``demonstration_choices(env)``, e.g. the maze's permitted moves), with that set at each reply's first token:
+    ``(rollout [batch, 1, pos], choices [batch, 1, pos, k])``, where ``choices`` holds, at the first token of each
+    demonstrated reply, the first token id of every reply the demonstrator could have written there (−1 elsewhere
+    and after a shorter set; ``k`` the largest set). The same walks as ``demonstrations`` with the same generator.
+
+    A warm start can then imitate the demonstrator's distribution at each state it visited instead of its one draw
+    (``minirl.lm.warm_start``). A ValueError when the task has no ``demonstration_choices``, the drawn reply is not
+    among them, or two of them begin with the same token (the first token would not tell them apart)."""
+    choose: Callable[[Any], Sequence[str]] | None = getattr(task, "demonstration_choices", None)
+    if not (isinstance(task, EpisodicTask) and callable(choose)):
+        raise ValueError(
+            f"task must be an episodic task with demonstration_choices(env) (the replies its demonstrator draws "
+            f"from); {type(task).__name__} has none: use demonstrations"
+        )
+    offered: list[list[int]] = []  # the choices' first token ids, turn by turn in the order the walks are made
+
+    def reply(env: Any, gen: torch.Generator | None) -> str:
+        options = list(choose(env))
+        text = task.demonstrate(env, gen)
+        if text not in options:
+            raise ValueError(f"the demonstrator replied {text!r}, not one of its choices {options}")
+        firsts = [policy.tokenizer(o, add_special_tokens=False)["input_ids"][0] for o in options]
+        if len(set(firsts)) < len(firsts):
+            raise ValueError(f"the choices {options} must begin with different tokens; their first ids are {firsts}")
+        offered.append(firsts)
+        return text
+
+    rollout = scripted_episodes(policy, prompts, task.make_env, reply, max_turns=task.max_turns, generator=generator)
+    mask = rollout.mask if rollout.mask is not None else torch.ones_like(rollout.tokens, dtype=torch.float)
+    before = torch.nn.functional.pad(mask, (1, 0))[..., :-1]  # the mask one position earlier (0 before the first)
+    starts = ((mask > 0) & (before == 0)).nonzero().tolist()  # [turn, 3]: each reply's first token, in walk order
+    choices = torch.full((*mask.shape, max(map(len, offered))), -1, dtype=torch.long)
+    for (b, t, pos), firsts in zip(starts, offered, strict=True):
+        choices[b, t, pos, : len(firsts)] = torch.tensor(firsts)
+    return rollout, choices
 
 
 WALKS_PER_CALL = 64

@@ -29,6 +29,7 @@ __all__ = [
     "LOSS_MODES",
     "aggregate",
     "bradley_terry_loss",
+    "choice_log_likelihood",
     "compute_loss",
     "dpo_loss",
     "kl_estimate",
@@ -344,6 +345,34 @@ def sft_loss(
     elif mask.shape != log_probs.shape:
         raise ValueError(f"shape mismatch: mask {list(mask.shape)}, log_probs {list(log_probs.shape)}")
     return aggregate(-log_probs, mask, aggregation, max_length, n_sequences=n_sequences, n_tokens=n_tokens)
+
+
+def choice_log_likelihood(
+    log_probs: torch.Tensor, choice_log_probs: torch.Tensor, choices: torch.Tensor
+) -> torch.Tensor:
+    """The log-likelihood of a demonstrator's *distribution* rather than of its one draw, token by token::
+
+        ℓ_t = (1/|C_t|) Σ_{c ∈ C_t} log π_θ(c | x, y_<t)    where the demonstrator chose uniformly from C_t
+        ℓ_t = log π_θ(y_t | x, y_<t)                         elsewhere
+
+    ``sft_loss(ℓ)`` is then the cross-entropy from the uniform distribution over C_t to π_θ at those tokens:
+    its gradient pulls π_θ towards every choice equally, where the draw's pulls it towards the one drawn, which
+    only averages out over many demonstrations. Its floor there is log |C_t| (nats), not 0.
+
+    Args: ``log_probs`` ``[batch, trial, pos]`` of the demonstrated tokens; ``choice_log_probs`` ``[batch, trial,
+    pos, k]`` of each choice (``TokenScores.choices``); ``choices`` ``[batch, trial, pos, k]`` their token ids,
+    −1 where none (``minirl.episodes.choice_demonstrations``). Returns ``[batch, trial, pos]``.
+    """
+    if choices.shape != choice_log_probs.shape or choices.shape[:3] != log_probs.shape:
+        raise ValueError(
+            f"choices and choice_log_probs must have shape [batch, trial, pos, k] with [batch, trial, pos] = "
+            f"{list(log_probs.shape)} (log_probs'); got choices {list(choices.shape)}, "
+            f"choice_log_probs {list(choice_log_probs.shape)}"
+        )
+    given = (choices >= 0).to(choice_log_probs.dtype)  # [batch, trial, pos, k]
+    n = given.sum(dim=-1)  # [batch, trial, pos]: |C_t|, 0 where no choice is given
+    mean = (choice_log_probs * given).sum(dim=-1) / n.clamp(min=1)
+    return torch.where(n > 0, mean, log_probs)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -137,10 +137,13 @@ class TokenScores:
         entropy: entropy H_t = −Σ_v π(v) log π(v) of the distribution each token was drawn from (nats),
             with gradient: ``[batch, trial, pos]``, or ``[batch, 1, pos]`` when that distribution depends
             on the prompt only (the toy policy), so one value serves the whole group.
+        choices: ``[batch, trial, pos, k]`` log π_θ(c | x, y_<t) of each choice token c asked for (``score``'s
+            ``choices``, −1 where none: 0.0 there), with gradient; None when none were asked for.
     """
 
     log_probs: torch.Tensor
     entropy: torch.Tensor
+    choices: torch.Tensor | None = None
 
 
 @runtime_checkable

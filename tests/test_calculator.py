@@ -163,7 +163,7 @@ def test_the_command_line_trains_the_calculator_task_and_shows_its_episodes(tmp_
     from minirl.cli.kinds import kind_of_run
     from minirl.lm.recipes import CALC_TOKENS, calculator_recipe, maze_recipe
 
-    expected = maze_recipe("pretrained").with_(max_new_tokens=CALC_TOKENS, eval_prompts=40)
+    expected = maze_recipe("pretrained").with_(max_new_tokens=CALC_TOKENS, eval_prompts=40, sft_targets="draws")
     assert calculator_recipe("pretrained") == expected
     flags = ["--task", "calculator", "--model", "tiny", "--sft-steps", "2", "--steps", "1", "--eval-every", "0"]
     flags += ["--prompts-per-step", "2", "--group-size", "2", "--eval-prompts", "4", "--pass-k", "0"]

@@ -119,6 +119,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "minirl.toy.policy",
             "minirl.toy",
             "minirl.lm.cpu_decode",
+            "minirl.lm.layout",
             "minirl.lm.policy",
             "minirl.lm.scoring",
             "minirl.lm.models",

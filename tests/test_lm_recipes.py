@@ -28,7 +28,13 @@ def measured_settings() -> dict[str, dict]:
     return out
 
 
-ADDED_SINCE = {"sft_lr_schedule": "constant", "cpu_bfloat16": False, "algo_knobs": (), "micro_batch_size": None}
+ADDED_SINCE = {
+    "sft_lr_schedule": "constant",
+    "cpu_bfloat16": False,
+    "algo_knobs": (),
+    "micro_batch_size": None,
+    "sft_targets": "draws",
+}
 """LMRecipe settings added after some records were made, at the value those runs used (what a record lacks)."""
 
 

@@ -238,6 +238,12 @@ class TextMazeTask(EpisodeScores):
         """The uniform walker's reply (``uniform_reply``): a warm start on it teaches the format, not the way."""
         return uniform_reply(self.maze, env.cell, generator)
 
+    def demonstration_choices(self, env: MazeWalk, /) -> list[str]:
+        """The replies ``demonstrate`` draws from at ``env`` as it stands, each as likely: the permitted moves. A
+        warm start can imitate this distribution instead of one draw from it (``minirl.episodes``,
+        ``choice_demonstrations``)."""
+        return [ACTION_NAMES[int(a)] for a in np.flatnonzero(self.maze.action_mask(env.cell))]
+
     def transcript(self, prompt: MazePrompt, episode: MazeEpisode, /) -> str:
         """One line of a walk: the start, each reply (a reply that was not a move quoted), the cells visited."""
         row, col = self.maze.cell_to_rc(episode.start)

@@ -32,63 +32,17 @@ from einops import rearrange
 from torch import nn
 
 from minirl.lm.cpu_decode import Bfloat16Copy, cpu_generation, few_row_products, generation_form, grow_in_place
-from minirl.lm.scoring import completion_log_probs, kept_token_scores
+from minirl.lm.layout import common_prefix_layout, first_eos_mask
+from minirl.lm.scoring import choice_log_probs, completion_log_probs, kept_choice_log_probs, kept_token_scores
 from minirl.protocols import Rollout, TokenScores
 from minirl.utils import draw_seed
 
 __all__ = ["CausalLMPolicy", "common_prefix_layout", "completion_log_probs", "first_eos_mask"]
 
 
-def first_eos_mask(tokens: torch.Tensor, eos: int) -> torch.Tensor:
-    """1.0 up to and including the first ``eos`` along the last axis, 0.0 after (all 1.0 without one)."""
-    is_eos = (tokens == eos).long()
-    return ((is_eos.cumsum(dim=-1) - is_eos) == 0).float()
-
-
 def _position_ids(attention_mask: torch.Tensor) -> torch.Tensor:
     """Positions that skip padding: cumsum of the mask − 1, clamped at 0. ``[batch, pos]``."""
     return (attention_mask.long().cumsum(dim=-1) - 1).clamp(min=0)
-
-
-def common_prefix_layout(
-    input_ids: torch.Tensor, attention_mask: torch.Tensor, keep: int = 2
-) -> tuple[int, torch.Tensor, torch.Tensor]:
-    """Re-lay LEFT-padded prompts so that the tokens they all begin with come first.
-
-    Prompts of a task often share a long beginning (the system message, a worked example). Laid out as
-    ``[common prefix | padding | rest]`` instead of ``[padding | prompt]``, the prefix sits in the same
-    columns of every row, so the model can run it once for the whole batch and share its KV cache. The
-    padding in the middle is masked and skipped by the position ids (``_position_ids``), so each row's
-    tokens see the same context at the same positions as before. The width is unchanged and every row
-    still ends in the last column.
-
-    Args:
-        input_ids, attention_mask: left-padded prompts ``[batch, prompt_pos]``.
-        keep: at least this many tokens of every prompt stay after the prefix.
-
-    Returns:
-        ``(n_prefix, input_ids, attention_mask)``: the number of shared leading tokens (0 when there are
-        none, or one prompt) and the re-laid prompts ``[batch, prompt_pos]``.
-    """
-    batch, width = input_ids.shape
-    lengths = attention_mask.sum(dim=1).long()
-    shortest = int(lengths.min())
-    if batch < 2 or shortest <= keep:
-        return 0, input_ids, attention_mask
-    start = width - lengths  # [batch]: each row's first real column
-    cols = torch.arange(shortest - keep, device=input_ids.device)
-    heads = input_ids.gather(1, start.unsqueeze(1) + cols)  # [batch, shortest - keep]: each row's first tokens
-    differs = (heads != heads[:1]).any(dim=0)
-    n_prefix = int(differs.float().argmax()) if differs.any() else len(cols)
-    if n_prefix == 0:
-        return 0, input_ids, attention_mask
-    ids, mask = input_ids.clone(), attention_mask.clone()
-    ids[:, :n_prefix], mask[:, :n_prefix] = heads[:1, :n_prefix], 1
-    for row in range(batch):  # the rest of each prompt stays right-aligned; the gap is padding
-        begin = int(start[row])
-        ids[row, n_prefix : begin + n_prefix] = input_ids[row, :begin]  # its pad ids
-        mask[row, n_prefix : begin + n_prefix] = 0
-    return n_prefix, ids, mask
 
 
 def _as_messages(prompt: Any) -> list[Mapping[str, str]]:
@@ -451,10 +405,17 @@ class CausalLMPolicy(nn.Module):
         return first, hidden
 
     def score(
-        self, prompts: Sequence[Any], rollout: Rollout, *, temperature: float, share_prompt_cache: bool | None = None
+        self,
+        prompts: Sequence[Any],
+        rollout: Rollout,
+        *,
+        temperature: float,
+        share_prompt_cache: bool | None = None,
+        choices: torch.Tensor | None = None,
     ) -> TokenScores:
         """log π(y_t | x, y_<t) at ``temperature`` of ``rollout``'s responses and the entropy of each
-        step's distribution (nats), both ``[batch, trial, pos]`` with gradient.
+        step's distribution (nats), both ``[batch, trial, pos]`` with gradient; with ``choices`` ``[batch, trial,
+        pos, k]`` (token ids, −1: none), also log π(c | x, y_<t) of each (``TokenScores.choices``).
 
         Values where ``rollout.mask`` is 0 (padding, an episode's environment turns) are finite but
         meaningless (mask them): with the shared prompt cache they are 0.0, as the output layer runs only on the
@@ -471,10 +432,16 @@ class CausalLMPolicy(nn.Module):
                 f"rollout.tokens must have shape [batch, trial, pos] with batch = {input_ids.shape[0]} "
                 f"prompts; got {list(tokens.shape)}"
             )
+        if choices is not None and (choices.dim() != 4 or choices.shape[:3] != tokens.shape):
+            raise ValueError(
+                f"choices must have shape [batch, trial, pos, k] = {list(tokens.shape)} + [k]; got "
+                f"{list(choices.shape)}"
+            )
         if n_resp == 0:
             empty = torch.zeros((batch, trial, 0), device=self.device)
             return TokenScores(empty, empty.clone())
         responses = rearrange(tokens, "batch trial pos -> (batch trial) pos")
+        picked = None if choices is None else rearrange(choices.to(self.device), "b t pos k -> (b t) pos k")
         if share:
             mask = torch.ones_like(tokens) if rollout.mask is None else rollout.mask.to(self.device)
             keep = rearrange(mask, "batch trial pos -> (batch trial) pos") > 0  # the real tokens: env turns are 0
@@ -483,10 +450,12 @@ class CausalLMPolicy(nn.Module):
                 log_p = F.log_softmax(first.float() / temperature, dim=-1)  # [(batch trial), 1, vocab]
                 log_probs = log_p.gather(dim=-1, index=responses[:, :1].unsqueeze(-1)).squeeze(-1)
                 entropy = -(log_p.exp() * log_p).sum(dim=-1)
+                head = self.model.get_output_embeddings()
                 if hidden is not None:
-                    head = self.model.get_output_embeddings()
                     rest = kept_token_scores(head, hidden, responses[:, 1:], keep[:, 1:], temperature)
                     log_probs, entropy = torch.cat([log_probs, rest[0]], 1), torch.cat([entropy, rest[1]], 1)
+                if picked is not None:
+                    picked = kept_choice_log_probs(log_p, head, hidden, picked, temperature)
         else:
             with self._autocast():
                 logits, ids = self._sequence_logits(input_ids, attention_mask, responses)
@@ -494,8 +463,11 @@ class CausalLMPolicy(nn.Module):
             log_probs = completion_log_probs(logits, ids, prompt_length=1)  # [(batch trial), pos]
             log_p = F.log_softmax(logits[:, :-1], dim=-1)
             entropy = -(log_p.exp() * log_p).sum(dim=-1)
+            picked = None if picked is None else choice_log_probs(log_p, picked)
         to_3d = "(batch trial) pos -> batch trial pos"
-        return TokenScores(rearrange(log_probs, to_3d, trial=trial), rearrange(entropy, to_3d, trial=trial))
+        if picked is not None:
+            picked = rearrange(picked, "(batch trial) pos k -> batch trial pos k", trial=trial)
+        return TokenScores(rearrange(log_probs, to_3d, trial=trial), rearrange(entropy, to_3d, trial=trial), picked)
 
     # ---- which weights train -------------------------------------------------------------------
 

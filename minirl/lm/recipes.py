@@ -14,10 +14,7 @@ settings (the command line's flags, a notebook's fast mode)::
     policy, history = train(recipe.train_config(task, seed=0), policy)
 
 ``lm_algorithm`` is a preset of ``ALGORITHMS`` with the knobs a language model needs changed.
-``sft_warm_start`` imitates the task's reference answers before RL, with the supervised loss that sits
-beside the RL losses (the policy gradient with every advantage 1 and no ratio):
-
-    L_SFT = −(1/N_tok) Σ_{i,t} m_it log π_θ(y*_it | x_i, y*_<t)       (``sft_loss``, token_mean)
+``sft_warm_start`` (``minirl.lm.warm_start``) imitates the task's reference answers before RL.
 
 Why the LM knobs differ from the toy's:
 
@@ -36,22 +33,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import time
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 
 from minirl.algorithms import AlgoConfig, get_algorithm
-from minirl.episodes import demonstrations
 from minirl.history import History
 from minirl.lm.models import default_device, load_policy, make_tiny_lm
 from minirl.lm.policy import CausalLMPolicy
-from minirl.losses import sft_loss
-from minirl.train import TrainConfig, lr_scheduler
-from minirl.utils import check_nonnegative_ints, check_positive_ints, torch_threads
+from minirl.lm.warm_start import SFT_TARGETS, sft_warm_start
+from minirl.train import TrainConfig
+from minirl.utils import check_nonnegative_ints, check_positive_ints
 from toy_envs.reasoning import ReasoningTask
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
 
@@ -73,6 +67,7 @@ __all__ = [
 ]
 
 LM_CHANGES = {"entropy_coef": 0.0, "inner_epochs": 1, "kl_coef": 0.02, "ref_refresh_every": None}
+_SCHEDULES = ("constant", "cosine")
 _OWN_KNOBS = {"dpo": ("kl_coef", "ref_refresh_every")}
 """Knobs an objective keeps from its preset: online DPO's β (``kl_coef``) and the refresh of its reference define
 the objective it solves, not a leash added for language models."""
@@ -91,51 +86,6 @@ def _check_algo_knobs(knobs) -> None:
         if not (isinstance(knob, tuple) and len(knob) == 3):
             raise ValueError(f"algo_knobs: (algorithm, knob, value) triples; got {knob!r}")
         get_algorithm(knob[0]).with_(**{knob[1]: knob[2]})  # an unknown preset, knob or value names itself
-
-
-def sft_warm_start(
-    policy,
-    task,
-    steps: int,
-    prompts_per_step: int = 16,
-    learning_rate: float = 1e-3,
-    seed: int = 0,
-    threads: int | None = None,
-    progress: bool = True,
-    max_seconds: float | None = None,
-    lr_schedule: str = "constant",
-) -> History:
-    """Supervised fine-tuning of ``policy`` on the task's reference answers (``prompt.target``), in place.
-
-    Each step draws ``prompts_per_step`` training prompts, turns their reference answers into a
-    ``Rollout`` (``minirl.episodes.demonstrations``: answer tokens + EOS, masked; an episodic task's demonstrator
-    walking whole episodes, the environment's tokens masked) and takes one Adam step on
-    ``sft_loss`` (gradient norm clipped to 1) at ``learning_rate`` (``lr_schedule="cosine"``: decaying to 0 at
-    ``steps``, so the last steps average out the batches' noise instead of following the last few), and stops
-    early once ``max_seconds`` have passed (None: never; to compare with another method at equal wall time).
-    Returns a History with ``loss`` (mean negative log-likelihood per demonstrated token, nats) and ``wall_time``.
-    """
-    check_positive_ints(steps=steps, prompts_per_step=prompts_per_step)
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
-    scheduler = lr_scheduler(optimizer, lr_schedule, steps)
-    history = History(label="sft", seed=seed)
-    start = time.perf_counter()
-    with torch_threads(threads):
-        for step in tqdm(range(1, steps + 1), desc="SFT warm start", disable=not progress, leave=False):
-            prompts = task.sample_prompts(prompts_per_step, generator)
-            demos = demonstrations(policy, task, prompts, generator)  # [batch, 1, pos]
-            loss = sft_loss(policy.score(prompts, demos, temperature=1.0).log_probs, demos.mask)
-            optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
-            optimizer.step()
-            if scheduler is not None:
-                scheduler.step()
-            history.log(step=step, loss=loss.item(), wall_time=time.perf_counter() - start)
-            if max_seconds is not None and history.records[-1]["wall_time"] >= max_seconds:
-                break
-    return history
 
 
 @dataclass(frozen=True)
@@ -174,6 +124,8 @@ class LMRecipe:
         algo_knobs: a probe's changes to the algorithms, ``(algorithm, knob, value)`` triples such as
             ``("grpo", "delta_mode", "centered_rewards")``, applied by ``algorithm`` to that preset only.
         micro_batch_size: prompts per forward/backward pass of a step (``TrainConfig``'s; None: all at once).
+        sft_targets: what the warm start imitates (``SFT_TARGETS``, ``sft_warm_start``'s ``targets``): the
+            demonstrated tokens, or (``"choices"``) every reply a random demonstrator could have drawn.
     """
 
     learning_rate: float
@@ -198,6 +150,7 @@ class LMRecipe:
     cpu_bfloat16: bool = False
     algo_knobs: tuple[tuple[str, str, Any], ...] = ()
     micro_batch_size: int | None = None
+    sft_targets: str = "draws"
 
     def __post_init__(self) -> None:
         check_positive_ints(
@@ -224,9 +177,10 @@ class LMRecipe:
         for name in ("short_system", "cpu_bfloat16"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}")
-        for name in ("lr_schedule", "sft_lr_schedule"):
-            if getattr(self, name) not in ("constant", "cosine"):
-                raise ValueError(f"{name} must be 'constant' or 'cosine'; got {getattr(self, name)!r}")
+        choices = {"lr_schedule": _SCHEDULES, "sft_lr_schedule": _SCHEDULES, "sft_targets": SFT_TARGETS}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be {' or '.join(map(repr, allowed))}; got {getattr(self, name)!r}")
         _check_algo_knobs(self.algo_knobs)
 
     def with_(self, **changes: Any) -> LMRecipe:
@@ -303,6 +257,7 @@ class LMRecipe:
             threads=self.threads,
             progress=progress,
             lr_schedule=self.sft_lr_schedule,
+            targets=self.sft_targets,
         )
 
     def train_config(self, task, *, algo: str | AlgoConfig = "grpo", seed: int = 0, **overrides: Any) -> TrainConfig:
@@ -468,6 +423,7 @@ MAZE_CHANGES: dict[str, dict[str, Any]] = {
         "max_new_tokens": MAZE_TOKENS,
         "sft_steps": 300,  # from random weights: the format of a move and its end token first
         "sft_prompts_per_step": 8,
+        "sft_targets": "choices",  # every permitted move at each visited cell, not the walker's one draw
         "steps": 100,
         "prompts_per_step": 8,
         "group_size": 8,
@@ -481,6 +437,7 @@ MAZE_CHANGES: dict[str, dict[str, Any]] = {
         "sft_prompts_per_step": 8,  # each demonstration is a whole walk of up to 6 turns
         "sft_learning_rate": 1e-4,  # the reasoning warm start's rate
         "sft_lr_schedule": "cosine",  # the last steps average the walks' noise out instead of following the last few
+        "sft_targets": "choices",  # the walker's distribution at each visited cell, not its draw (RESULTS.md, Agents)
         "learning_rate": 3e-5,
         "lr_schedule": "constant",
         "steps": 30,
@@ -522,7 +479,7 @@ with SmolLM2's tokenizer, 18 characters with the tiny model's) or a number, and 
 
 def calculator_recipe(kind: str = "pretrained") -> LMRecipe:
     """The recipe of the calculator task for a model kind: the maze's (``maze_recipe``: a warm start on a
-    demonstrator's episodes, then RL on whole episodes) with a call's budget and every evaluation problem (20 hard,
-    20 easy); ``minirl train --task calculator`` runs them. Measured on 2 CPU cores and a GPU: RESULTS.md, "A
-    calculator"."""
-    return maze_recipe(kind).with_(max_new_tokens=CALC_TOKENS, eval_prompts=40)
+    demonstrator's episodes, then RL on whole episodes) with a call's budget, every evaluation problem (20 hard,
+    20 easy) and the demonstrator's replies as targets (it does not draw among equal choices); ``minirl train
+    --task calculator`` runs them. Measured on 2 CPU cores and a GPU: RESULTS.md, "A calculator"."""
+    return maze_recipe(kind).with_(max_new_tokens=CALC_TOKENS, eval_prompts=40, sft_targets="draws")

@@ -4,7 +4,9 @@ Two ways, one formula. ``completion_log_probs`` takes the logits of every positi
 ``kept_token_scores`` takes the last hidden states and applies the output layer only where a token is scored:
 in a multi-turn episode most positions hold the environment's turns (``minirl.episodes``), and the output layer
 (vocabulary × hidden) with its softmax over the vocabulary is most of a scoring pass there, so skipping those
-positions saves most of the cost without changing a scored value.
+positions saves most of the cost without changing a scored value. ``choice_log_probs`` reads, at the positions
+where a demonstrator chose among several tokens, the log-probability of each of them: what a warm start needs to
+imitate the demonstrator's distribution rather than its one draw (``minirl.lm.warm_start``).
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["completion_log_probs", "kept_token_scores"]
+__all__ = ["choice_log_probs", "completion_log_probs", "kept_choice_log_probs", "kept_token_scores"]
 
 
 def completion_log_probs(logits: torch.Tensor, input_ids: torch.Tensor, prompt_length: int) -> torch.Tensor:
@@ -84,3 +86,34 @@ def kept_token_scores(
     entropy = -(log_p.exp() * log_p).sum(dim=-1)  # [kept]
     zeros = torch.zeros(keep.shape, dtype=log_probs.dtype, device=hidden.device)
     return zeros.masked_scatter(keep, log_probs), zeros.masked_scatter(keep, entropy)
+
+
+def choice_log_probs(log_p: torch.Tensor, choices: torch.Tensor) -> torch.Tensor:
+    """log π(c) of each choice token c: ``log_p`` ``[..., vocab]`` the next-token log-probabilities at some
+    positions, ``choices`` ``[..., k]`` token ids at the same positions, −1 for none (a position with fewer
+    choices than ``k``, or none) -> ``[..., k]``, 0.0 where the choice is −1."""
+    if choices.shape[:-1] != log_p.shape[:-1]:
+        raise ValueError(
+            f"choices must have shape [..., k] with ... = {list(log_p.shape[:-1])} (log_p's axes before the "
+            f"vocabulary); got {list(choices.shape)}"
+        )
+    return log_p.gather(dim=-1, index=choices.long().clamp(min=0)).masked_fill(choices < 0, 0.0)
+
+
+def kept_choice_log_probs(
+    first_log_p: torch.Tensor, head: nn.Module, hidden: torch.Tensor | None, choices: torch.Tensor, temperature: float
+) -> torch.Tensor:
+    """``choice_log_probs`` where the policy keeps hidden states (``kept_token_scores``' layout): the first response
+    position's log-probabilities ``first_log_p`` ``[rows, 1, vocab]``, the last hidden states that predict the
+    others ``hidden`` ``[rows, pos - 1, hidden]`` (None when ``pos == 1``), ``choices`` ``[rows, pos, k]`` (−1:
+    none). The output layer runs only where some choice is given. Returns ``[rows, pos, k]`` float32 with
+    gradient, 0.0 where the choice is −1."""
+    first = choice_log_probs(first_log_p, choices[:, :1])  # [rows, 1, k]
+    if hidden is None:
+        return first
+    rest = choices[:, 1:]  # [rows, pos - 1, k]
+    at = (rest >= 0).any(dim=-1)  # [rows, pos - 1]: where a choice is given
+    log_p = F.log_softmax(head(hidden[at]).float() / temperature, dim=-1)  # [chosen, vocab]
+    picked = choice_log_probs(log_p, rest[at])  # [chosen, k]
+    zeros = torch.zeros(rest.shape, dtype=picked.dtype, device=hidden.device)
+    return torch.cat([first, zeros.masked_scatter(at.unsqueeze(-1).expand_as(rest), picked)], dim=1)
