@@ -40,6 +40,11 @@ CPU_INPLACE_ROLLOUT = ("bench_agents_cpu_bf16_inplace_steps10",)
 (commit 9a7faa9): on a CPU the KV cache grows in place (``minirl.lm.cpu_decode.grow_in_place``) and tokens are drawn
 by the inverse CDF (``minirl.lm.cpu_decode.inverse_cdf_sampling``)."""
 
+CPU_CHOICES = ("bench_agents_cpu_bf16_choices_steps10",)
+"""The same 10-step probe with ``cpu_bfloat16``, GRPO alone, seeds 1, 2 and 0, after the warm start began to
+imitate the uniform walker's choices instead of its draws (commit 591db8c, ``LMRecipe.sft_targets = "choices"``)
+and RL steps to score a step's walks group by group (``micro_batch_size = 1``)."""
+
 
 AUTOCAST_ONLY = ("bench_agents_cpu_bf16_steps10",)
 """Records made while ``cpu_bfloat16`` generated under autocast too (commit 7de75b3), before generation took a
@@ -70,6 +75,12 @@ def _knobs(recipe: dict[str, Any]) -> str:
     """A probe's changes to the arms' algorithms (``LMRecipe.algo_knobs``) for the recipe's sentence ("" for none)."""
     knobs = recipe.get("algo_knobs") or []
     return "".join(f"; {algo.upper()}'s {knob} = {value} (a probe)" for algo, knob, value in knobs)
+
+
+def _targets(recipe: dict[str, Any]) -> str:
+    """What the warm start imitated, for the recipe's sentence ("" for the walks' own moves, as before the knob)."""
+    choices = recipe.get("sft_targets") == "choices"
+    return ", imitating every permitted move at each cell a walk visits" if choices else ""
 
 
 def _rl_schedule(recipe: dict[str, Any]) -> str:
@@ -154,7 +165,8 @@ def _one_record(data: dict[str, Any]) -> list[str]:
     bf16 = _bfloat16(data)
     lines = [
         f"The maze recipe (`maze_recipe`: a warm start of {recipe['sft_steps']} steps of "
-        f"{recipe['sft_prompts_per_step']} uniform walks at learning rate {recipe['sft_learning_rate']:g}"
+        f"{recipe['sft_prompts_per_step']} uniform walks{_targets(recipe)} at learning rate "
+        f"{recipe['sft_learning_rate']:g}"
         f"{' decaying to 0 (cosine)' if recipe.get('sft_lr_schedule') == 'cosine' else ''}, then "
         f"{' and '.join(ARMS[a] for a in arms)} "
         f"for {recipe['steps']} steps of {recipe['prompts_per_step']} start cells × {recipe['group_size']} episodes "
@@ -262,6 +274,7 @@ def agents() -> str:
     lines += _probes(CPU_RECIPE_GRPO, "On 2 CPU cores, the recipe's RL stage for GRPO alone")
     lines += _probes(CPU_FASTER_ROLLOUT, "On 2 CPU cores, a shorter RL stage, with the faster rollout")
     lines += _probes(CPU_INPLACE_ROLLOUT, "On 2 CPU cores, a shorter RL stage, with the rollout's next two changes")
+    lines += _probes(CPU_CHOICES, "On 2 CPU cores, a shorter RL stage, with the warm start on the walker's choices")
     fit = _load("bench_critic_fit")
     if fit is not None:
         lines += ["", "On 2 CPU cores:" if fit["machine"].get("gpu") is None else f"On one {fit['machine']['gpu']}:"]
