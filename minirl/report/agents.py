@@ -80,7 +80,7 @@ def _knobs(recipe: dict[str, Any]) -> str:
 def _targets(recipe: dict[str, Any]) -> str:
     """What the warm start imitated, for the recipe's sentence ("" for the walks' own moves, as before the knob)."""
     choices = recipe.get("sft_targets") == "choices"
-    return ", imitating every permitted move at each cell a walk visits" if choices else ""
+    return ", imitating every permitted move at each cell a walk visits," if choices else ""
 
 
 def _rl_schedule(recipe: dict[str, Any]) -> str:
