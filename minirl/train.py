@@ -67,6 +67,7 @@ from minirl.utils import (
 from toy_envs.sorting import SortingTask
 
 __all__ = [
+    "LR_SCHEDULES",
     "TrainConfig",
     "device_generator",
     "evaluate",
@@ -78,6 +79,10 @@ __all__ = [
     "step_metrics",
     "train",
 ]
+
+
+LR_SCHEDULES = ("constant", "cosine")
+"""The learning-rate schedules ``lr_scheduler`` knows (``TrainConfig.lr_schedule``, a recipe's two schedules)."""
 
 
 @dataclass
@@ -172,7 +177,7 @@ class TrainConfig:
             check_positive_ints(threads=self.threads)
         if not self.learning_rate > 0:
             raise ValueError(f"learning_rate must be > 0; got {self.learning_rate}")
-        if self.lr_schedule not in ("constant", "cosine"):
+        if self.lr_schedule not in LR_SCHEDULES:
             raise ValueError(f"lr_schedule must be 'constant' or 'cosine'; got {self.lr_schedule!r}")
         if self.max_grad_norm is not None and not self.max_grad_norm > 0:
             raise ValueError(f"max_grad_norm must be > 0 or None; got {self.max_grad_norm}")

@@ -44,7 +44,7 @@ from minirl.history import History
 from minirl.lm.models import default_device, load_policy, make_tiny_lm
 from minirl.lm.policy import CausalLMPolicy
 from minirl.lm.warm_start import SFT_TARGETS, sft_warm_start
-from minirl.train import TrainConfig
+from minirl.train import LR_SCHEDULES, TrainConfig
 from minirl.utils import check_nonnegative_ints, check_positive_ints
 from toy_envs.reasoning import ReasoningTask
 from toy_envs.text_tasks import TextAdditionTask, TextSortTask
@@ -67,7 +67,6 @@ __all__ = [
 ]
 
 LM_CHANGES = {"entropy_coef": 0.0, "inner_epochs": 1, "kl_coef": 0.02, "ref_refresh_every": None}
-_SCHEDULES = ("constant", "cosine")
 _OWN_KNOBS = {"dpo": ("kl_coef", "ref_refresh_every")}
 """Knobs an objective keeps from its preset: online DPO's β (``kl_coef``) and the refresh of its reference define
 the objective it solves, not a leash added for language models."""
@@ -177,7 +176,7 @@ class LMRecipe:
         for name in ("short_system", "cpu_bfloat16"):
             if not isinstance(getattr(self, name), bool):
                 raise ValueError(f"{name} must be True or False; got {getattr(self, name)!r}")
-        choices = {"lr_schedule": _SCHEDULES, "sft_lr_schedule": _SCHEDULES, "sft_targets": SFT_TARGETS}
+        choices = {"lr_schedule": LR_SCHEDULES, "sft_lr_schedule": LR_SCHEDULES, "sft_targets": SFT_TARGETS}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be {' or '.join(map(repr, allowed))}; got {getattr(self, name)!r}")
