@@ -353,3 +353,29 @@ def test_stored_outputs_drop_html_progress_bars_and_join_split_prints():
     assert [o.output_type for o in out] == ["stream", "display_data", "stream"]
     assert out[0].text == "step 1: reward 0.25\nstep 2: reward 0.50\n"
     assert "kept" in out[1].data["text/html"] and out[2].text == "after the table\n"
+
+
+def test_a_fast_mode_run_keeps_each_notebook_s_own_provenance(tmp_path, monkeypatch):
+    """``run_notebooks_fast`` re-measures only the notebooks it is given: their rows get this run's commit and
+    machine, the others keep where they were measured, and the report says each row's."""
+    import nbformat
+
+    from minirl.report.notebooks import measured_on
+
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    monkeypatch.setattr(minirl.results.speed, "CALIBRATION_SECONDS", 0.05)
+    old_where = {"commit": "a" * 40, "dirty": False, "date": "2026-01-02T00:00:00Z", "cpu": "Old CPU", "gflops": 99.0}
+    previous = Record("notebooks_fast", command="python -m minirl.results notebook --fast a.ipynb")
+    previous.figures = {"a": 5.0, "b": 7.0, "where": {"a": old_where, "b": old_where}}
+    previous.save()
+    notebook = tmp_path / "b.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 + 1")]), notebook)
+    executed = lambda path, env, timeout: nbformat.read(path, 4)  # noqa: E731  (the run itself is not the point)
+    monkeypatch.setattr(minirl.results.notebooks, "_execute_notebook", executed)
+    monkeypatch.setattr(minirl.results.provenance, "_git", lambda *args: {"rev-parse": "c" * 40}.get(args[0], ""))
+    minirl.results.notebooks.run_notebooks_fast([notebook])
+    figures = load("notebooks_fast")["figures"]
+    assert figures["a"] == 5.0 and figures["where"]["a"] == old_where  # not re-run: its own provenance kept
+    assert figures["where"]["b"]["commit"] == "c" * 40 and figures["where"]["b"]["cpu"] != "Old CPU"
+    assert measured_on(old_where) == "Old CPU, 99 GFLOP/s; commit aaaaaaa, 2026-01-02"
+    assert measured_on(None) == "not kept"

@@ -181,22 +181,43 @@ def _is_progress_display(data: dict) -> bool:
     return not data or WIDGET_VIEW in data or "<progress" in str(data.get("text/html", ""))
 
 
+FAST_WHERE = "where"
+"""The key of ``results/notebooks_fast.json``'s figures that says, for each notebook, where its time was measured
+(``measured_where``): one run re-measures only the notebooks it is given, so each row keeps its own provenance."""
+
+
+def measured_where(rec: Record) -> dict[str, Any]:
+    """Where ``rec`` is being measured, in the few fields a row of a merged record needs: ``{commit, dirty, date,
+    cpu, gflops}`` (``gflops``: the machine's calibration, ``minirl.results.speed.calibrate``)."""
+    data = rec.as_dict()
+    return {
+        "commit": data["commit"],
+        "dirty": bool(data["dirty"]),
+        "date": data["date"],
+        "cpu": data["machine"].get("cpu"),
+        "gflops": data["machine"]["calibration"].get("gflops"),
+    }
+
+
 def run_notebooks_fast(notebooks: list[str | Path], timeout: int = 600) -> Path:
     """Execute notebooks in fast mode (``MINIRL_FAST=1``, as the tests run them), store their outputs in place
     (without timestamps or widget state), and keep how long each took in ``results/notebooks_fast.json``
-    (merged with the times already there). Rebuild the learner notebooks afterwards (``python -m minirl.course
-    build``)."""
+    (merged with the times already there; ``figures[FAST_WHERE]`` keeps where each was measured, since the
+    record's own provenance is this run's alone). Rebuild the learner notebooks afterwards (``python -m
+    minirl.course build``)."""
     from minirl.course import normalise_solution, notebook_text
 
     rec = Record("notebooks_fast", command=_command_line())
     previous = results_path("notebooks_fast")
     if previous.exists():
         rec.figures.update(json.loads(previous.read_text()).get("figures", {}))
+    where = rec.figures.setdefault(FAST_WHERE, {})
     for notebook in notebooks:
         path = Path(notebook)
         start = time.perf_counter()
         nb = _execute_notebook(path, {"MINIRL_FAST": "1"}, timeout)
         rec.figures[path.stem] = round(time.perf_counter() - start, 1)
+        where[path.stem] = measured_where(rec)
         path.write_text(notebook_text(normalise_solution(_without_run_state(nb))), encoding="utf-8")
         print(f"  {path}: {rec.figures[path.stem]:.0f} s (fast mode), outputs stored", flush=True)
     return rec.save()
