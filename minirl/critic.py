@@ -40,7 +40,7 @@ from minirl.protocols import Rollout
 if TYPE_CHECKING:
     from minirl.algorithms import AlgoConfig
 
-__all__ = ["Critic", "ValueHead", "token_features", "value_loss"]
+__all__ = ["Critic", "ValueHead", "prompt_features", "token_features", "value_loss"]
 
 
 class ValueHead(torch.nn.Module):
@@ -78,6 +78,23 @@ def token_features(policy: Any, prompts: Any, rollout: Rollout) -> torch.Tensor:
         out = policy.model.get_decoder()(input_ids=seq, attention_mask=attn, position_ids=_position_ids(attn))
     hidden = out.last_hidden_state[:, -n_resp - 1 : -1].float()  # the positions predicting each response token
     return rearrange(hidden, "(batch trial) pos hidden -> batch trial pos hidden", trial=trial)
+
+
+@torch.no_grad()
+def prompt_features(policy: Any, prompts: Any) -> torch.Tensor:
+    """The policy's last hidden state at each prompt's last position, without gradient: ``[batch, hidden]``, the
+    state before the first token of an answer (the prompt read, nothing written). ``token_features(...)[:, t, 0]``
+    of any rollout, without running the rollout's tokens through the model."""
+    from minirl.lm.policy import _position_ids
+
+    if not hasattr(policy, "encode_prompts") or not hasattr(policy, "model"):
+        raise TypeError(f"policy must be a minirl.lm.CausalLMPolicy (a language model); got {type(policy).__name__}")
+    input_ids, attention_mask = policy.encode_prompts(prompts)  # LEFT-padded: each prompt ends at the last position
+    with policy._autocast():
+        out = policy.model.get_decoder()(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=_position_ids(attention_mask)
+        )
+    return out.last_hidden_state[:, -1].float()
 
 
 def value_loss(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

@@ -13,7 +13,7 @@ import torch
 
 from minirl.advantages import token_gae
 from minirl.algorithms import ALGORITHMS, LM_ALGORITHMS, get_algorithm
-from minirl.critic import Critic, ValueHead, token_features, value_loss
+from minirl.critic import Critic, ValueHead, prompt_features, token_features, value_loss
 from minirl.episodes import sample_rollout
 from minirl.lm.models import make_tiny_lm
 from minirl.lm.recipes import lm_algorithm
@@ -53,6 +53,21 @@ def test_the_features_are_the_hidden_states_that_predict_each_token(policy, batc
     assert shifted[mask[..., :-1]].tolist() != pytest.approx(
         scored[mask][: int(mask[..., :-1].sum())].tolist(), abs=1e-2
     )
+
+
+def test_the_prompt_features_are_the_state_before_every_answer_s_first_token(policy, batch):
+    """The state before the first move, read from the prompts alone, is each trial's first token feature: the same
+    hidden states up to the rounding of two passes of different lengths (the ``abs=1e-4`` above)."""
+    prompts, rollout = batch
+    start = prompt_features(policy, prompts)
+    assert start.shape == (2, 64) and not start.requires_grad
+    features = token_features(policy, prompts, rollout)
+    for trial in range(rollout.tokens.shape[1]):
+        assert start.flatten().tolist() == pytest.approx(features[:, trial, 0].flatten().tolist(), abs=1e-4)
+    later = features[:, 0, 1].flatten().tolist()  # the state after the first token is another one
+    assert start.flatten().tolist() != pytest.approx(later, abs=1e-2)
+    with pytest.raises(TypeError, match="policy must be a minirl.lm.CausalLMPolicy"):
+        prompt_features(object(), prompts)
 
 
 def test_a_new_head_values_every_state_at_zero_and_its_advantages_are_gae_of_the_rewards(policy, batch):

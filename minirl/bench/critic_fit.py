@@ -32,7 +32,7 @@ from typing import Any
 import torch
 
 from minirl.bench import finish, part_figures
-from minirl.critic import Critic, token_features
+from minirl.critic import Critic, prompt_features, token_features
 from minirl.episodes import sample_rollout
 from minirl.lm.models import SMOLLM2_ALIAS
 from minirl.lm.recipes import LMRecipe, maze_recipe, model_kind
@@ -66,9 +66,7 @@ def sample_batches(
         rollout = sample_rollout(policy, task, prompts, recipe.group_size, temperature=1.0, generator=generator)
         mask = rollout.mask if rollout.mask is not None else torch.ones(rollout.tokens.shape)
         batches.append((token_features(policy, prompts, rollout), mask, task.rewards(prompts, rollout.answers)))
-    prompts = task.eval_prompts(len(task.start_cells))
-    rollout = sample_rollout(policy, task, prompts, 1, temperature=1.0, generator=generator)
-    return batches, token_features(policy, prompts, rollout)[:, 0, 0]
+    return batches, prompt_features(policy, task.eval_prompts(len(task.start_cells)))
 
 
 def fit_values(critic: Critic, batches: Sequence[Batch], start: torch.Tensor) -> dict[str, Any]:
