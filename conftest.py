@@ -1,6 +1,8 @@
 """Repository-wide pytest settings: the test suite runs notebooks in fast mode, and owns its SmolLM2 cache."""
 
 import atexit
+import glob
+import json
 import os
 import shutil
 import tempfile
@@ -26,16 +28,27 @@ for _variable, _folder in [
 ]:
     os.environ.setdefault(_variable, os.path.join(_CACHE, _folder))
 
-# The notebooks that load SmolLM2 (in solutions/ and notebooks/): 08 and 10 always; 09 only in full mode (in
-# fast mode it trains notebook 07's tiny model).
-SMOLLM2_NOTEBOOKS = {"08_a_pretrained_model_learns_to_sort.ipynb", "10_reasoning_and_reward_hacking.ipynb"}
-if os.environ["MINIRL_FAST"] != "1":
-    SMOLLM2_NOTEBOOKS.add("09_scaling_up_with_trl.ipynb")
+_ROOT = os.path.dirname(os.path.abspath(__file__))
+
+# A notebook whose code cells never name SmolLM2 does not load it in fast mode (09 names it and trains notebook
+# 07's tiny model in fast mode, SmolLM2 in full mode only).
+SMOLLM2_ONLY_IN_FULL_MODE = {"09_scaling_up_with_trl.ipynb"}
+
+
+def _names_smollm2(path: str) -> bool:
+    with open(path, encoding="utf-8") as f:
+        cells = json.load(f)["cells"]
+    return any("smollm2" in "".join(c["source"]).lower() for c in cells if c["cell_type"] == "code")
+
+
+# The notebooks that load SmolLM2 (their names in solutions/ and notebooks/), found from the solutions' code
+SMOLLM2_NOTEBOOKS = {
+    os.path.basename(path) for path in glob.glob(os.path.join(_ROOT, "solutions", "*.ipynb")) if _names_smollm2(path)
+}
+if os.environ["MINIRL_FAST"] == "1":
+    SMOLLM2_NOTEBOOKS -= SMOLLM2_ONLY_IN_FULL_MODE
 
 _smollm2_cache_filled = False
-
-
-_ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
 def pytest_configure(config):
