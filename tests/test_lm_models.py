@@ -10,6 +10,7 @@ import warnings
 import pytest
 import torch
 
+from minirl.episodes import sample_rollout
 from minirl.lm import (
     SMOLLM2_ALIAS,
     build_tiny_tokenizer,
@@ -18,6 +19,9 @@ from minirl.lm import (
     smollm2_gguf_path,
     tiny_lm_config,
 )
+from minirl.lm.models import TINY_MAX_POSITIONS
+from minirl.lm.recipes import MAZE_TOKENS
+from toy_envs.maze_text import TextMazeTask
 
 PROMPTS = [
     "Sort: 3 1 2",
@@ -80,6 +84,22 @@ def test_make_tiny_lm_is_seeded_and_small():
     assert all(torch.equal(pa[k], pb[k]) for k in pa)
     assert not all(torch.equal(pa[k], pc[k]) for k in pa)
     assert not a.model.training
+
+
+def test_a_text_maze_episode_fits_in_the_tiny_model_s_positions():
+    """An untrained tiny model writes full-budget replies that are not moves, so every turn gets the environment's
+    longest answer (an unknown move, then the observation): the longest episodes there are. With its prompt each
+    must fit in the model's positions, else transformers warns that generation went past them."""
+    policy = make_tiny_lm(seed=0, max_new_tokens=MAZE_TOKENS)
+    assert policy.model.config.max_position_embeddings == TINY_MAX_POSITIONS
+    assert policy.tokenizer.model_max_length == TINY_MAX_POSITIONS
+    task = TextMazeTask()
+    prompts = task.eval_prompts(len(task.start_cells))
+    prompt_ids, _ = policy.encode_prompts(prompts)
+    rollout = sample_rollout(policy, task, prompts, 2, temperature=1.0, generator=torch.Generator().manual_seed(0))
+    assert rollout.truncated.all()  # every reply cut by the budget: the longest episodes
+    longest = prompt_ids.shape[1] + rollout.tokens.shape[-1]
+    assert 1000 < longest <= TINY_MAX_POSITIONS
 
 
 def test_save_and_load_policy_gives_identical_logits(tiny, tmp_path):

@@ -53,6 +53,12 @@ CHATML_TEMPLATE = (
 # --------------------------------------------------------------------------------------------------
 
 
+TINY_MAX_POSITIONS = 2048
+"""The tiny model's longest sequence (its config's ``max_position_embeddings``, its tokenizer's
+``model_max_length``): one token per character, so a text-maze episode with its prompt runs to about 1,350
+(``tests/test_lm_models.py``); transformers warns when a generation goes past it."""
+
+
 def build_tiny_tokenizer():
     """A character-level tokenizer with a ChatML chat template -> ``transformers.PreTrainedTokenizerFast``.
 
@@ -70,7 +76,7 @@ def build_tiny_tokenizer():
     backend.decoder = decoders.Fuse()  # join the characters back without separators
     backend.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in TINY_SPECIAL_TOKENS])
     tokenizer = PreTrainedTokenizerFast(
-        tokenizer_object=backend, pad_token="<|pad|>", eos_token="<|im_end|>", model_max_length=256
+        tokenizer_object=backend, pad_token="<|pad|>", eos_token="<|im_end|>", model_max_length=TINY_MAX_POSITIONS
     )
     tokenizer.chat_template = CHATML_TEMPLATE
     return tokenizer
@@ -83,11 +89,12 @@ def tiny_lm_config(
     num_layers: int = 4,
     num_heads: int = 4,
     intermediate_size: int = 384,
-    max_position_embeddings: int = 256,
+    max_position_embeddings: int = TINY_MAX_POSITIONS,
 ):
     """A small Llama (tied embeddings, no dropout) for ``tokenizer`` -> ``transformers.LlamaConfig``.
 
-    The defaults give 865,792 parameters with the tiny tokenizer's 99 tokens.
+    The defaults give 865,792 parameters with the tiny tokenizer's 99 tokens (rotary positions: the number of
+    positions adds no parameter).
     """
     from transformers import LlamaConfig
 
