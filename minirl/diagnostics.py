@@ -13,7 +13,8 @@ issue trackers ("0 reward for the first 100 steps", "the loss is 0 and nothing h
 ``train`` checks each window of ``TrainConfig.stall_window`` steps with ``cannot_learn`` and prints the
 verdict once (``History.notes`` keeps it). ``length_by_correctness`` splits the response length into right
 and wrong replies: a reasoning run whose right answers are long and wrong ones short (or the reverse) shows
-whether thinking helps.
+whether thinking helps. ``episode_diagnostics_line`` prints an agent's task's ``diagnostics`` (turns, unusable
+replies, success by start cell, calls by kind of problem) on one line, as ``minirl eval`` does.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Sequence
 
 import torch
 
-__all__ = ["cannot_learn", "length_by_correctness"]
+__all__ = ["cannot_learn", "episode_diagnostics_line", "length_by_correctness"]
 
 
 def length_by_correctness(lengths: torch.Tensor, correct: torch.Tensor) -> tuple[float, float]:
@@ -82,3 +83,11 @@ def cannot_learn(
         "every advantage was 0 and the policy did not move; sample more responses per prompt "
         "(--group-size), at a higher temperature, or use a reward that tells them apart"
     )
+
+
+def episode_diagnostics_line(figures: dict[str, float]) -> str:
+    """``EpisodeScores.diagnostics`` on one line: the turns and the unusable replies an episode as numbers, the
+    task's shares (success from a cell, calls on a kind of problem) as percentages."""
+    counts = {"turns": "turns an episode", "invalid_replies": "unusable replies an episode"}
+    parts = [f"{figures[k]:.1f} {words}" for k, words in counts.items() if k in figures]
+    return "; ".join(parts + [f"{k} {v:.0%}" for k, v in figures.items() if k not in counts])

@@ -45,6 +45,7 @@ from minirl.evaluate import evaluate, evaluation_generator, evaluation_prompts
 from minirl.history import History
 from minirl.hooks import RunHooks, TrainState
 from minirl.protocols import (
+    EpisodicTask,
     FormatTask,
     MaskedTask,
     ProcessRewardTask,
@@ -304,6 +305,9 @@ def step_metrics(
     metrics = {"reward": float(rewards.mean()), "exact_match": float(correct.float().mean())}
     if isinstance(task, FormatTask):
         metrics["format_rate"] = float(task.format_ok(prompts, rollout.answers).float().mean())
+    if isinstance(task, EpisodicTask) and hasattr(task, "diagnostics"):  # turns, and replies the env could not use
+        figures = task.diagnostics(prompts, rollout.answers)
+        metrics.update({k: figures[k] for k in ("turns", "invalid_replies")})
     if kl:
         metrics["kl"] = update["kl"]
     if kl_old:
@@ -368,7 +372,9 @@ def train(
     bare toy model trained through a ``ToyPolicy`` wrapper comes back bare).
 
     History records per step: ``reward`` (mean over the batch), ``exact_match`` (fraction of sampled
-    responses the task calls correct), ``format_rate`` (when the task checks the answer's form), ``loss``,
+    responses the task calls correct), ``format_rate`` (when the task checks the answer's form), for an agent's
+    task ``turns`` and ``invalid_replies`` (the mean replies an episode, and those the environment could not use:
+    ``EpisodeScores.diagnostics``), ``loss``,
     ``samples`` (responses sampled so far), ``kl`` (k3 estimate of KL(π_θ ‖ π_ref) per real token at the last
     inner step; with β = 0, π_ref is a frozen copy of the initial policy kept only to measure it, and without
     ``measure_kl`` there is no ``kl``), ``kl_old`` (with ``measure_kl``: KL(π_old ‖ π_θ) after the inner

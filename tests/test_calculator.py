@@ -8,6 +8,7 @@ from minirl.lm.models import make_tiny_lm
 from minirl.protocols import EpisodicTask
 from toy_envs.calculator import (
     MAX_REPLY_CHARS,
+    CalcEpisode,
     CalculatorChat,
     CalculatorTask,
     call_rates,
@@ -173,11 +174,45 @@ def test_the_command_line_trains_the_calculator_task_and_shows_its_episodes(tmp_
     assert config["model"]["recipe"]["max_new_tokens"] == CALC_TOKENS and kind_of_run(config).name == "text"
     rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
     assert len(rows) == 1 and -0.3 <= rows[0]["reward"] <= 1.0
+    assert 1.0 <= rows[0]["turns"] <= TASK.max_turns and 0.0 <= rows[0]["invalid_replies"] <= rows[0]["turns"]
     capsys.readouterr()
     assert main(["eval", str(tmp_path / "run"), "--samples", "2", "--samples-per-prompt", "1"]) == 0
-    shown = [line for line in capsys.readouterr().out.splitlines() if " -> answer " in line]
+    out = capsys.readouterr().out
+    line = next(line for line in out.splitlines() if line.startswith("  greedy episodes: "))
+    assert " turns an episode; " in line and "calls on head problems " in line and "right on tool problems " in line
+    shown = [line for line in out.splitlines() if " -> answer " in line]
     evals = TASK.eval_prompts(2)
     assert [line.split(":")[0].strip() for line in shown] == [f"{p.a} * {p.b} ({p.kind})" for p in evals]
+
+
+def test_the_diagnostics_give_the_calls_and_right_answers_on_each_kind():
+    easy, hard = TASK.prompt(41, 10, "head"), TASK.prompt(23, 41, "tool")
+    answers = [
+        [CalcEpisode("head", replies=["410"], answer=410, reward=1.0, success=True)] * 3
+        + [CalcEpisode("head", replies=["<calc>41*10</calc>", "410"], calls=1, answer=410, reward=0.8, success=True)],
+        [
+            CalcEpisode(
+                "tool",
+                replies=["<calc>23*41", "<calc>23*41</calc>", "943"],
+                calls=2,
+                bad_calls=1,
+                answer=943,
+                reward=0.6,
+                success=True,
+            ),
+            CalcEpisode("tool", replies=["900"], answer=900, reward=0.0, success=False),
+        ],
+    ]
+    figures = TASK.diagnostics([easy, hard], answers)
+    assert figures == {
+        "turns": pytest.approx((1 + 1 + 1 + 2 + 3 + 1) / 6),
+        "invalid_replies": pytest.approx(1 / 6),
+        "calls on head problems": 0.25,
+        "right on head problems": 1.0,
+        "calls on tool problems": 0.5,
+        "right on tool problems": 0.5,
+    }
+    assert "calls on tool problems" not in TASK.diagnostics([easy], answers[:1])  # no problem of that kind
 
 
 def test_a_transcript_quotes_each_reply():

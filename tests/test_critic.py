@@ -229,7 +229,11 @@ def test_the_command_line_trains_the_text_maze_with_ppo_and_shows_its_walks(tmp_
         main(["eval", str(tmp_path / "run"), "--eval-prompts", "10", "--samples", "10", "--samples-per-prompt", "1"])
         == 0
     )
-    walks = [line for line in capsys.readouterr().out.splitlines() if line.startswith("  from cell ")]
+    out = capsys.readouterr().out.splitlines()
+    line = next(line for line in out if line.startswith("  greedy episodes: "))
+    assert "turns an episode; " in line and all(f"success from cell {c} " in line for c in TASK.start_cells)
+    assert all(rows[0][k] >= 0 for k in ("turns", "invalid_replies"))
+    walks = [line for line in out if line.startswith("  from cell ")]
     assert len(walks) == 10 and walks[0].startswith("  from cell 0 (row 0, column 0): ")  # every start cell
     assert all(line.endswith(("(right)", "(wrong)")) for line in walks)
     with pytest.raises(SystemExit, match=r"unknown algorithm\(s\) \['ppo'\] for --task sorting"):

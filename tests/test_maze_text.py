@@ -138,6 +138,23 @@ def test_the_task_draws_start_cells_and_scores_episodes():
         task.prompt(14)
 
 
+def test_the_diagnostics_count_turns_unusable_replies_and_success_from_each_start_cell():
+    task = TextMazeTask()
+    prompts = [task.prompt(0), task.prompt(8), task.prompt(0)]  # cell 0 twice: its episodes pool
+    walk = MazeEpisode(start=8, replies=["down", "right"], moves=[2, 0], reward=10.0, success=True)
+    answers = [[_episode(0.0, invalid=6), _episode(0.0, invalid=2)], [walk, _episode(0.0)], [_episode(10.0)] * 2]
+    figures = task.diagnostics(prompts, answers)
+    assert figures == {
+        "turns": pytest.approx((6 + 2 + 2 + 0 + 0 + 0) / 6),
+        "invalid_replies": pytest.approx((6 + 2) / 6),
+        "success from cell 0": 0.5,  # 2 of cell 0's 4 episodes
+        "success from cell 8": 0.5,
+    }
+    assert list(figures)[2:] == ["success from cell 0", "success from cell 8"]  # the cells in order
+    with pytest.raises(ValueError, match=r"answers must hold a non-empty group of episodes for each of the 3"):
+        task.diagnostics(prompts, answers[:2])
+
+
 def test_the_task_is_an_episodic_task_for_the_loop():
     from minirl.protocols import EpisodicTask, FormatTask, HeldOutTask
 

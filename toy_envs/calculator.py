@@ -262,6 +262,17 @@ class CalculatorTask(EpisodeScores):
             return f"<calc>{p.a}*{p.b}</calc>"
         return str(p.answer)
 
+    def _own_diagnostics(self, prompts: list[CalcPrompt], answers: list[list[CalcEpisode]]) -> dict[str, float]:
+        """``calls on <kind> problems`` and ``right on <kind> problems`` for each kind of problem present
+        (``call_rates``: the share of episodes with a call; the share with the right number)."""
+        out: dict[str, float] = {}
+        for kind, rate in call_rates(prompts, answers).items():
+            if rate is not None:
+                right = [e.success for p, group in zip(prompts, answers) if p.kind == kind for e in group]
+                out[f"calls on {kind} problems"] = rate
+                out[f"right on {kind} problems"] = sum(right) / len(right)
+        return out
+
     def transcript(self, prompt: CalcPrompt, episode: CalcEpisode, /) -> str:
         """One line of an episode: the problem, each reply quoted, the answer read and the calls."""
         replies = " | ".join(repr(r) for r in episode.replies)

@@ -244,6 +244,14 @@ class TextMazeTask(EpisodeScores):
         ``choice_demonstrations``)."""
         return [ACTION_NAMES[int(a)] for a in np.flatnonzero(self.maze.action_mask(env.cell))]
 
+    def _own_diagnostics(self, prompts: list[MazePrompt], answers: list[list[MazeEpisode]]) -> dict[str, float]:
+        """``success from cell c``: the share of the episodes from each start cell that reached the goal, the
+        cells in order (a mean over cells can hide one the walker never solves)."""
+        by_cell: dict[int, list[bool]] = {}
+        for prompt, group in zip(prompts, answers):
+            by_cell.setdefault(prompt.start, []).extend(e.success for e in group)
+        return {f"success from cell {c}": sum(ok) / len(ok) for c, ok in sorted(by_cell.items())}
+
     def transcript(self, prompt: MazePrompt, episode: MazeEpisode, /) -> str:
         """One line of a walk: the start, each reply (a reply that was not a move quoted), the cells visited."""
         row, col = self.maze.cell_to_rc(episode.start)

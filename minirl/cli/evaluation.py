@@ -25,6 +25,7 @@ def evaluate_policy(args: argparse.Namespace, run, config: dict) -> int:
     another task's: ``--task``, ``--n-numbers``, ``--max-value``, ``--digits``), pass@k from
     ``--samples-per-prompt`` samples at T = 1, a text task's answer kinds, and a few answers (an agent's task: the
     greedy episode's transcript from each of the first ``--samples`` prompts)."""
+    from minirl.diagnostics import episode_diagnostics_line
     from minirl.episodes import greedy_rollout
     from minirl.runs import load_run_policy
     from minirl.train import evaluate, evaluation_generator, evaluation_prompts
@@ -44,6 +45,8 @@ def evaluate_policy(args: argparse.Namespace, run, config: dict) -> int:
     if hasattr(task, "answer_kinds"):
         kinds = task.answer_kinds(prompts, greedy)
         print("  greedy answer kinds: " + "; ".join(f"{k} {v:.1%}" for k, v in kinds.items()))
+    if hasattr(task, "diagnostics"):  # an agent's task: turns, unusable replies, success by start, calls by kind
+        print("  greedy episodes: " + episode_diagnostics_line(task.diagnostics(prompts, greedy)))
     shown, answers = prompts[: args.samples], greedy[: args.samples]
     right = task.is_correct(shown, answers)
     for i in range(len(right)):
