@@ -305,8 +305,9 @@ def step_metrics(
     metrics = {"reward": float(rewards.mean()), "exact_match": float(correct.float().mean())}
     if isinstance(task, FormatTask):
         metrics["format_rate"] = float(task.format_ok(prompts, rollout.answers).float().mean())
-    if isinstance(task, EpisodicTask) and hasattr(task, "diagnostics"):  # turns, and replies the env could not use
-        figures = task.diagnostics(prompts, rollout.answers)
+    diagnose: Any = getattr(task, "diagnostics", None)  # an agent's task: turns, and replies the env could not use
+    if isinstance(task, EpisodicTask) and diagnose is not None:
+        figures = diagnose(prompts, rollout.answers)
         metrics.update({k: figures[k] for k in ("turns", "invalid_replies")})
     if kl:
         metrics["kl"] = update["kl"]
