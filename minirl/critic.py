@@ -59,24 +59,36 @@ class ValueHead(torch.nn.Module):
         return self.linear(features).squeeze(-1)
 
 
+def _require_lm(policy: Any) -> None:
+    if not hasattr(policy, "encode_prompts") or not hasattr(policy, "model"):
+        raise TypeError(f"policy must be a minirl.lm.CausalLMPolicy (a language model); got {type(policy).__name__}")
+
+
+def _decoder_states(policy: Any, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+    """The decoder's last (normed) hidden state at every position ``[rows, pos, hidden]``, in the pass's dtype: no
+    logits over the vocabulary."""
+    from minirl.lm.policy import _position_ids
+
+    with policy._autocast():
+        out = policy.model.get_decoder()(
+            input_ids=input_ids, attention_mask=attention_mask, position_ids=_position_ids(attention_mask)
+        )
+    return out.last_hidden_state
+
+
 @torch.no_grad()
 def token_features(policy: Any, prompts: Any, rollout: Rollout) -> torch.Tensor:
     """The policy's last hidden state at the position that predicts each rollout token, without gradient:
     ``[batch, trial, pos, hidden]`` (a response's first token is predicted from the prompt's last position).
     Needs a ``minirl.lm.CausalLMPolicy`` (a HuggingFace causal LM, whose ``get_decoder()`` gives the hidden states
     before the language-model head: no logits over the vocabulary are computed)."""
-    from minirl.lm.policy import _position_ids
-
-    if not hasattr(policy, "encode_prompts") or not hasattr(policy, "model"):
-        raise TypeError(f"policy must be a minirl.lm.CausalLMPolicy (a language model); got {type(policy).__name__}")
+    _require_lm(policy)
     input_ids, attention_mask = policy.encode_prompts(prompts)
     batch, trial, n_resp = rollout.tokens.shape
     responses = rearrange(rollout.tokens.to(policy.device), "batch trial pos -> (batch trial) pos")
     attn = torch.cat([attention_mask.repeat_interleave(trial, 0), torch.ones_like(responses)], dim=1)
     seq = torch.cat([input_ids.repeat_interleave(trial, 0), responses], dim=1)
-    with policy._autocast():  # the decoder alone: its last (normed) hidden state, no logits over the vocabulary
-        out = policy.model.get_decoder()(input_ids=seq, attention_mask=attn, position_ids=_position_ids(attn))
-    hidden = out.last_hidden_state[:, -n_resp - 1 : -1].float()  # the positions predicting each response token
+    hidden = _decoder_states(policy, seq, attn)[:, -n_resp - 1 : -1].float()  # the positions predicting each token
     return rearrange(hidden, "(batch trial) pos hidden -> batch trial pos hidden", trial=trial)
 
 
@@ -85,16 +97,9 @@ def prompt_features(policy: Any, prompts: Any) -> torch.Tensor:
     """The policy's last hidden state at each prompt's last position, without gradient: ``[batch, hidden]``, the
     state before the first token of an answer (the prompt read, nothing written). ``token_features(...)[:, t, 0]``
     of any rollout, without running the rollout's tokens through the model."""
-    from minirl.lm.policy import _position_ids
-
-    if not hasattr(policy, "encode_prompts") or not hasattr(policy, "model"):
-        raise TypeError(f"policy must be a minirl.lm.CausalLMPolicy (a language model); got {type(policy).__name__}")
+    _require_lm(policy)
     input_ids, attention_mask = policy.encode_prompts(prompts)  # LEFT-padded: each prompt ends at the last position
-    with policy._autocast():
-        out = policy.model.get_decoder()(
-            input_ids=input_ids, attention_mask=attention_mask, position_ids=_position_ids(attention_mask)
-        )
-    return out.last_hidden_state[:, -1].float()
+    return _decoder_states(policy, input_ids, attention_mask)[:, -1].float()
 
 
 def value_loss(values: torch.Tensor, returns: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
