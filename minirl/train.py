@@ -112,6 +112,9 @@ class TrainConfig:
         device: where to train (None: where the given model already is; the CPU for a new toy model).
         eval_every: evaluate greedy decoding on the evaluation prompts every this many steps (0 = only
             at the end).
+        eval_at_end: also evaluate after the last step (and when ``max_seconds`` stops the run). False where
+            the caller evaluates the trained policy itself on the same prompts (notebook 11's fast mode,
+            ``minirl.bench.self_training``): with ``eval_every=0`` the run then records no evaluation.
         eval_prompts: evaluation prompts per evaluation: the task's held-out prompts when it has them (the text
             tasks), else fresh draws (a small toy task has few distinct prompts, e.g. 125 for sorting 3 numbers
             from 0..4, so those were mostly seen in training: they measure the policy, not generalisation).
@@ -151,6 +154,7 @@ class TrainConfig:
     seed: int = 0
     device: str | None = None
     eval_every: int = 50
+    eval_at_end: bool = True
     eval_prompts: int = 1000
     eval_sampled: bool = True
     pass_k: int = 0
@@ -497,7 +501,8 @@ def _train(config: TrainConfig, model: torch.nn.Module | None, run: RunHooks) ->
                 wall_time=elapsed,
             )
             out_of_time = cfg.max_seconds is not None and elapsed >= cfg.max_seconds
-            if (cfg.eval_every and step % cfg.eval_every == 0) or step == cfg.steps or out_of_time:
+            last = step == cfg.steps or out_of_time
+            if (cfg.eval_every and step % cfg.eval_every == 0) or (last and cfg.eval_at_end):
                 ev = run_eval(step, elapsed)
                 bar.set_postfix(reward=f"{history.last('reward', 10):.2f}", greedy_exact=f"{ev['greedy_exact']:.2f}")
             _say_if_stuck(history, cfg, rollout.max_length)

@@ -232,3 +232,22 @@ def test_the_report_tabulates_each_seed_and_the_mean_with_a_second_commands_arms
     text = rs.self_training()
     assert "verifier's accuracy of the same samples: seed 0: 0.37 and 0%; seed 2: 0.41 and 5%;" in text
     assert "greedy replies after seed 0's run: `'<think>6 + 0 = 6.</think> 8'`" in text
+
+
+@pytest.mark.parametrize("quick", [True, False])
+def test_a_quick_arm_leaves_the_last_evaluation_to_held_out(monkeypatch, quick):
+    """Fast mode: the loop's end-of-run evaluation would repeat held_out's 4-number figure (a generate call)."""
+    from minirl.bench.reasoning_rl import quick_recipe
+    from minirl.lm.recipes import reasoning_recipe
+
+    arms = object.__new__(st.SelfTrainingArms)  # the recipes and tasks without loading SmolLM2
+    recipe = reasoning_recipe("pretrained")
+    arms.recipes = {True: quick_recipe(recipe) if quick else recipe}
+    arms.tasks = {True: {4: arms.recipes[True].reasoning_task("sum", thinking=True, n_numbers=4)}}
+    arms.quick, arms.budgets, arms._judge = quick, st.QUICK_BUDGETS, None
+    arms.policy = type("Stub", (), {"max_new_tokens": 0})()
+    seen = []
+    monkeypatch.setattr(st, "train", lambda config, policy: (seen.append(config), (policy, "history"))[1])
+    assert arms.rl("grpo", seed=0, progress=False) == "history"
+    assert seen[0].eval_at_end is (not quick)
+    assert seen[0].eval_every == (0 if quick else recipe.eval_every)

@@ -104,6 +104,16 @@ def test_max_seconds_stops_early():
     assert len(h) < 100_000 and h.evals[-1]["step"] == len(h)
 
 
+def test_eval_at_end_off_keeps_only_the_periodic_evaluations():
+    _, with_end = train(quick("grpo", steps=25))  # eval_every=10: before step 1, at 10 and 20, and after 25
+    _, without = train(quick("grpo", steps=25, eval_at_end=False))
+    assert [e["step"] for e in with_end.evals] == [0, 10, 20, 25]
+    assert [e["step"] for e in without.evals] == [0, 10, 20]
+    assert strip_time(without.records) == strip_time(with_end.records)  # evaluating draws from its own generator
+    _, none = train(TrainConfig(task=TASK, steps=3, progress=False, eval_every=0, eval_at_end=False))
+    assert none.evals == [] and len(none) == 3
+
+
 def test_bad_configs():
     with pytest.raises(ValueError, match="unknown algorithm 'ppo2'"):
         TrainConfig(algo="ppo2")

@@ -123,6 +123,7 @@ class Arms:
         shrink = quick_recipe if quick else (lambda r: r)
         self.recipes = {thinking: shrink(reasoning_recipe(kind, thinking)) for thinking in (True, False)}
         self.budgets = budgets
+        self.quick = quick
         self.policy = self.recipes[True].policy(SMOLLM2_ALIAS, device=device)
         self.trainable = [p for p in self.policy.parameters() if p.requires_grad]
         self.tasks = {

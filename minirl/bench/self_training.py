@@ -223,6 +223,9 @@ class SelfTrainingArms(Arms):
         return {"steps": len(h), "seconds": time.perf_counter() - start, "loss_last": h.last("loss", 5)}
 
     def rl(self, arm: str, seed: int, progress: bool) -> Any:
+        """``arm``'s training run from the current weights -> its ``History``. A quick run (fast mode) logs no
+        evaluation: every caller measures the trained policy with ``held_out`` next, on the same 4-number prompts,
+        so the loop's evaluation at the end would be a second generate call for the same figure."""
         recipe, four = self.form(True), self.four()
         algo = {
             "expert_iteration": recipe.algorithm("expert_iteration"),
@@ -233,6 +236,8 @@ class SelfTrainingArms(Arms):
         if arm == "expert_iteration_round" and not algo.kl_coef:  # a reference needs a KL term to matter
             algo = algo.with_(kl_coef=0.02)
         config = recipe.train_config(task, algo=algo.with_(name=arm), seed=seed, progress=progress)
+        if self.quick:  # the caller's held_out measures the trained policy: a quick run skips the loop's own last eval
+            config = dataclasses.replace(config, eval_at_end=False)
         self.policy, history = train(config, self.policy)
         return history
 
