@@ -45,6 +45,14 @@ CPU_CHOICES = ("bench_agents_cpu_bf16_choices_steps10",)
 imitate the uniform walker's choices instead of its draws (commit 591db8c, ``LMRecipe.sft_targets = "choices"``)
 and RL steps to score a step's walks group by group (``micro_batch_size = 1``)."""
 
+CPU_RECIPE_PPO = ("bench_agents_cpu_bf16_ppo30",)
+"""Records on 2 CPU cores of the recipe's own RL stage (30 steps) for PPO with a critic alone (``--algos ppo``),
+with ``cpu_bfloat16``, the warm start on the walker's choices and a step scored group by group, as
+``CPU_CHOICES``."""
+
+CRITIC_FITS = ("bench_critic_fit", "bench_critic_fit_lstsq")
+"""``minirl.bench.critic_fit`` records: Adam's budget alone, then with the closed-form heads (``--cpu-bf16``)."""
+
 
 AUTOCAST_ONLY = ("bench_agents_cpu_bf16_steps10",)
 """Records made while ``cpu_bfloat16`` generated under autocast too (commit 7de75b3), before generation took a
@@ -210,34 +218,71 @@ def _one_record(data: dict[str, Any]) -> list[str]:
     return [*lines, "", _provenance_and_notes(data)]
 
 
+LEAST_SQUARES_LABELS = {
+    "returns": "least squares on the walks' returns (closed form)",
+    "exact": "least squares on the exact values at turn starts (closed form)",
+}
+"""How ``minirl.bench.critic_fit``'s closed-form heads are named in its table (``LEAST_SQUARES``)."""
+
+
 def _critic_fit(data: dict[str, Any]) -> list[str]:
-    """``minirl.bench.critic_fit``: the start values of heads fitted on the same walks under several knobs."""
+    """``minirl.bench.critic_fit``: the start values of heads fitted on the same walks under several knobs, and,
+    where the record has them, the two closed-form heads and each head's error over every turn's state."""
     f = data["figures"]
     rows: list[list[str]] = []
     cells: list[str] = []
+    turns = any("turn_error" in x for r in f["runs"] for x in r["fits"])
+    closed = any(r.get("least_squares") for r in f["runs"])
     for r in f["runs"]:
         first = r["fits"][0]
         cells = list(first["exact_uniform"])
         if not rows:
             rows.append(["uniform walker (exact)", *(f"{first['exact_uniform'][c]:.2f}" for c in cells), "", ""])
-        for x in r["fits"]:
+            rows[-1] += [""] if turns else []
+        heads = [
+            (f"lr {x['value_learning_rate']:g} × {x['value_epochs']} a batch ({x['adam_steps']} Adam steps)", x)
+            for x in r["fits"]
+        ]
+        heads += [(LEAST_SQUARES_LABELS[x["target"]], x) for x in r.get("least_squares", [])]
+        for label, x in heads:
             rows.append(
                 [
-                    f"seed {r['seed']}: lr {x['value_learning_rate']:g} × {x['value_epochs']} a batch "
-                    f"({x['adam_steps']} Adam steps)",
+                    f"seed {r['seed']}: {label}",
                     *(f"{x['learned'][c]:.2f}" for c in cells),
                     f"{x['max_error']:.2f}",
                     f"{x['mean_error']:.2f}",
                 ]
             )
+            rows[-1] += [f"{x['turn_error']:.2f}"] if turns else []
+    bf16 = (
+        " (every pass under bfloat16 autocast, generation by a bfloat16 copy)"
+        if f["recipe"].get("cpu_bfloat16")
+        else ""
+    )
+    more = (
+        " Two heads fitted in closed form on all the batches at once (ridge regression on the standardised "
+        "features) bound what any linear head can do: one on the walks' own returns at every model token, one on the "
+        "uniform walker's exact value of the state at the first model token of every turn."
+        if closed
+        else ""
+    )
+    over = (
+        " The last column scores each head over every turn's state the walks visited: the mean absolute error "
+        "against the exact value, at the first model token of each turn."
+        if turns
+        else ""
+    )
     return [
-        f"The critic before RL, by how hard it is fitted (`minirl.bench.critic_fit`): after the recipe's warm start, "
-        f"{f['steps']} batches of the model's own walks ({f['recipe']['prompts_per_step']} start cells × "
+        f"The critic before RL, by how hard it is fitted (`minirl.bench.critic_fit`): after the recipe's warm "
+        f"start{bf16}, {f['steps']} batches of the model's own walks ({f['recipe']['prompts_per_step']} start cells × "
         f"{f['recipe']['group_size']} walks), sampled once; a fresh value head fitted on them batch by batch under "
         "each pair of value learning rate and Adam steps a batch (the first pair is the PPO preset's); its value of "
-        "each start cell against the uniform walker's exact expected return, and the largest and mean error:",
+        f"each start cell against the uniform walker's exact expected return, and the largest and mean error.{more}"
+        f"{over}",
         "",
-        table(["value head", *cells, "largest error", "mean error"], rows),
+        table(
+            ["value head", *cells, "largest error", "mean error", *(["mean error over turns"] if turns else [])], rows
+        ),
         "",
         _provenance_and_notes(data),
     ]
@@ -275,10 +320,12 @@ def agents() -> str:
     lines += _probes(CPU_FASTER_ROLLOUT, "On 2 CPU cores, a shorter RL stage, with the faster rollout")
     lines += _probes(CPU_INPLACE_ROLLOUT, "On 2 CPU cores, a shorter RL stage, with the rollout's next two changes")
     lines += _probes(CPU_CHOICES, "On 2 CPU cores, a shorter RL stage, with the warm start on the walker's choices")
-    fit = _load("bench_critic_fit")
-    if fit is not None:
-        lines += ["", "On 2 CPU cores:" if fit["machine"].get("gpu") is None else f"On one {fit['machine']['gpu']}:"]
-        lines += ["", *_critic_fit(fit)]
+    lines += _probes(CPU_RECIPE_PPO, "On 2 CPU cores, the recipe's RL stage for PPO with a critic alone")
+    for name in CRITIC_FITS:
+        fit = _load(name)
+        if fit is not None:
+            gpu = fit["machine"].get("gpu")
+            lines += ["", "On 2 CPU cores:" if gpu is None else f"On one {gpu}:", "", *_critic_fit(fit)]
     gpu = _load("bench_agents_gpu")
     if gpu is not None:
         lines += ["", f"On one {gpu['machine'].get('gpu', 'GPU')}, the same recipe:", "", *_one_record(gpu)]
