@@ -45,10 +45,10 @@ CPU_CHOICES = ("bench_agents_cpu_bf16_choices_steps10",)
 imitate the uniform walker's choices instead of its draws (commit 591db8c, ``LMRecipe.sft_targets = "choices"``)
 and RL steps to score a step's walks group by group (``micro_batch_size = 1``)."""
 
-CPU_RECIPE_PPO = ("bench_agents_cpu_bf16_ppo30",)
+CPU_RECIPE_PPO = ("bench_agents_cpu_bf16_ppo30", "bench_agents_cpu_bf16_ppo30_seed1")
 """Records on 2 CPU cores of the recipe's own RL stage (30 steps) for PPO with a critic alone (``--algos ppo``),
 with ``cpu_bfloat16``, the warm start on the walker's choices and a step scored group by group, as
-``CPU_CHOICES``."""
+``CPU_CHOICES``: seed 0, then seed 1."""
 
 CRITIC_FITS = ("bench_critic_fit", "bench_critic_fit_lstsq")
 """``minirl.bench.critic_fit`` records: Adam's budget alone, then with the closed-form heads (``--cpu-bf16``)."""
