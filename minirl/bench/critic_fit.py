@@ -61,6 +61,8 @@ __all__ = [
     "Batch",
     "exact_turn_values",
     "fit_values",
+    "head_scores",
+    "least_squares_fit",
     "least_squares_head",
     "main",
     "quick_recipe",
@@ -189,6 +191,14 @@ def turn_error(head: ValueHead, task: TextMazeTask, batches: Sequence[Batch]) ->
     return total / max(count, 1)
 
 
+def head_scores(head: ValueHead, task: TextMazeTask, batches: Sequence[Batch], start: torch.Tensor) -> dict[str, Any]:
+    """``head``'s value of each start state ``start`` ``[cell, hidden]`` against the exact ones
+    (``values_against_exact``), and its ``turn_error`` over every turn of ``batches``."""
+    with torch.no_grad():
+        values = head(start).cpu()
+    return {**values_against_exact(task, values), "turn_error": turn_error(head, task, batches)}
+
+
 def least_squares_fit(task: TextMazeTask, batches: Sequence[Batch], target: str) -> ValueHead:
     """``least_squares_head`` on every batch at once: ``target`` ``"returns"`` (every model token, its walk's
     reward) or ``"exact"`` (each turn's first model token, ``exact_turn_values``)."""
@@ -274,8 +284,7 @@ def value_seed(
                 "adam_steps": epochs * steps,
                 "value_loss": fit["value_loss"],
                 "value_loss_after": fit["value_loss_after"],
-                **values_against_exact(task, fit["values"]),
-                "turn_error": turn_error(critic.head, task, batches),
+                **head_scores(critic.head, task, batches, start_features),
             }
         )
         print(
@@ -286,16 +295,7 @@ def value_seed(
     out["least_squares"] = closed = []
     for target in LEAST_SQUARES:
         head = least_squares_fit(task, batches, target)
-        with torch.no_grad():
-            values = head(start_features).cpu()
-        closed.append(
-            {
-                "target": target,
-                "ridge": RIDGE,
-                **values_against_exact(task, values),
-                "turn_error": turn_error(head, task, batches),
-            }
-        )
+        closed.append({"target": target, "ridge": RIDGE, **head_scores(head, task, batches, start_features)})
         print(
             f"  seed {seed}: least squares on the {target}: largest error {closed[-1]['max_error']:.2f}, mean "
             f"{closed[-1]['mean_error']:.2f}, over turns {closed[-1]['turn_error']:.2f}"
