@@ -249,3 +249,38 @@ def test_the_report_gives_both_rollouts_and_the_time_to_every_cell():
     assert row[-1] == "10 steps, 6.7 min: 100% / 98% (90% of cells at step 5, all at 5: 7.0 min with the warm start)"
     arm["run"]["evals"] = evals[:1]
     assert _arm(arm, warm).endswith("(90% of cells at step never, all at never)")
+
+
+@pytest.mark.smollm2
+def test_rollout_formats_times_the_base_rollout_in_float32_around_the_bfloat16_copy(tmp_path, monkeypatch, capsys):
+    """``--rollout-formats``: the base model's timed rollout alone, float32, the bfloat16 copy, float32 again, saved
+    after each; the same prompts each time, so the two float32 runs draw the same walks (the same tokens)."""
+    monkeypatch.setenv("MINIRL_RESULTS", str(tmp_path))
+    saved_formats = []
+    save = Record.save
+
+    def spy(self, *args):
+        saved_formats.append(len(self.figures["runs"][-1].get("formats", [])))
+        return save(self, *args)
+
+    monkeypatch.setattr(Record, "save", spy)
+    assert main(["--rollout-formats", "--quick", "--save", "formats_quick"]) == 0
+    assert saved_formats[:3] == [1, 2, 3]  # a stopped run keeps the formats it finished
+    f = load("formats_quick")["figures"]
+    assert f["kind"] == "rollout_formats" and f["budgets"] == QUICK_BUDGETS
+    (run,) = f["runs"]
+    assert [r["generation"] for r in run["formats"]] == ["float32", "bfloat16 copy", "float32"]
+    first, copy, again = run["formats"]
+    assert all(r["episodes"] == 4 and r["seconds"] > 0 and 1.0 <= r["turns_mean"] <= 6.0 for r in run["formats"])
+    assert again["model_tokens"] == first["model_tokens"] and again["turns_mean"] == first["turns_mean"]
+    assert set(f["targets"]) == {
+        "64 six-turn episodes in <= 12 s (float32)",
+        "64 six-turn episodes in <= 12 s (bfloat16 copy)",
+    }
+    assert "bfloat16 copy:" in capsys.readouterr().out
+    assert load("formats_quick")["machine"]["bfloat16_arithmetic"] in (
+        "matrix units",
+        "vector instructions",
+        "none",
+        "unknown",
+    )

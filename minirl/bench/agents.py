@@ -26,6 +26,7 @@ Every budget is a number of steps or samples; wall times are reported beside the
     python -m minirl.bench.agents --seeds 0 --save            # results/bench_agents.json
     python -m minirl.bench.agents --quick                     # a few steps of everything (a smoke test)
     python -m minirl.bench.agents --seeds 0 --cpu-bf16 --save NAME   # the recipe with cpu_bfloat16 (a probe)
+    python -m minirl.bench.agents --rollout-formats --save NAME      # the base model's rollout alone, by format
 
 Targets (checked over the seeds run): 64 six-turn episodes sampled in at most 12 s, by the base model and by the
 warm-started one; after the warm start, sampled
@@ -59,12 +60,15 @@ from toy_envs.maze_text import TextMazeTask, uniform_success
 __all__ = [
     "ALGOS",
     "BUDGETS",
+    "FORMATS",
     "QUICK_BUDGETS",
     "check_algos",
     "check_targets",
+    "formats_part",
     "maze_part",
     "maze_seed",
     "quick_recipe",
+    "rollout_formats",
 ]
 
 BUDGETS: dict[str, Any] = {
@@ -143,6 +147,38 @@ def _timed_rollout(policy, task: TextMazeTask, b: dict[str, Any], seed: int) -> 
         "model_tokens_per_second": model_tokens / seconds,
         "turns_mean": sum(e.turns for e in episodes) / len(episodes),
     }
+
+
+FORMATS = ("float32", "bfloat16 copy", "float32")
+"""The order ``rollout_formats`` generates in: float32 twice, around the copy, so that a drift of the machine's
+speed during the run shows as a gap between the two float32 figures."""
+
+
+def rollout_formats(
+    seed: int,
+    budgets: dict[str, Any],
+    device: str | None = None,
+    quick: bool = False,
+    out: dict[str, Any] | None = None,
+    saved: Callable[[], Any] | None = None,
+) -> dict[str, Any]:
+    """The base model's timed rollout (``_timed_rollout``: 64 six-turn walks) in each of ``FORMATS`` in turn, one
+    process and one model: ``cpu_bfloat16`` off (float32) and on (generation by a bfloat16 copy of the weights,
+    ``minirl.lm.cpu_decode.Bfloat16Copy``). The same seed draws the same prompts each time; the walks differ
+    between the formats (other numbers), not between the two float32 runs. What ``--cpu-bf16`` costs or saves on
+    this CPU, which the record's machine (``bfloat16_arithmetic``) names: matrix units, vector instructions or
+    none. Into ``out["formats"]``, saved after each."""
+    out = {} if out is None else out
+    saved = saved or (lambda: None)
+    recipe = _recipe(model_kind(SMOLLM2_ALIAS, device), quick)
+    task = TextMazeTask()
+    policy = recipe.policy(SMOLLM2_ALIAS, device=device)
+    out.update(seed=seed, formats=[])
+    for bfloat16 in (form == "bfloat16 copy" for form in FORMATS):
+        policy.cpu_bfloat16 = bfloat16
+        out["formats"].append({"generation": policy.generation_form, **_timed_rollout(policy, task, budgets, seed)})
+        saved()
+    return out
 
 
 def maze_seed(
@@ -340,6 +376,30 @@ def maze_part(
     return check_targets(runs)
 
 
+def formats_part(record: Record, seeds: Sequence[int], quick: bool, save: str | None) -> int:
+    """``rollout_formats`` for each seed into ``record.figures`` (``kind`` ``"rollout_formats"``); prints each
+    rollout's time and returns ``finish``'s status (the rollout target in each format)."""
+    budgets = dict(QUICK_BUDGETS if quick else BUDGETS)
+    record.figures.update(kind="rollout_formats", budgets=budgets, quick=quick, runs=[])
+    for seed in seeds:
+        record.figures["runs"].append({})
+        rollout_formats(seed, budgets, quick=quick, out=record.figures["runs"][-1], saved=record.save if save else None)
+    print("\nThe base model's rollout of 64 six-turn walks, by number format")
+    for run in record.figures["runs"]:
+        for r in run["formats"]:
+            print(
+                f"  seed {run['seed']}, {r['generation']}: {r['seconds']:.1f} s "
+                f"({r['model_tokens_per_second']:.0f} model tokens/s)"
+            )
+    targets = {
+        f"64 six-turn episodes in <= 12 s ({form})": all(
+            r["seconds"] <= 12 for run in record.figures["runs"] for r in run["formats"] if r["generation"] == form
+        )
+        for form in dict.fromkeys(FORMATS)
+    }
+    return finish(record, targets, save, quick)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="The text maze walked by SmolLM2 (minirl.bench.agents).")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0], help="the seeds to run (default 0)")
@@ -348,8 +408,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--algos", nargs="+", default=list(ALGOS), choices=ALGOS, help="the RL arms (default both)")
     parser.add_argument("--samples", type=int, default=None, help="sampled walks per start cell (a probe)")
     parser.add_argument("--save", nargs="?", const="bench_agents", default=None, metavar="NAME")
+    parser.add_argument(
+        "--rollout-formats",
+        action="store_true",
+        help="only the base model's timed rollout, in float32, with the bfloat16 copy, then in float32 again (a probe)",
+    )
     args = parser.parse_args(argv)
     record = Record(args.save or "bench_agents", seeds=args.seeds)
+    if args.rollout_formats:
+        return formats_part(record, args.seeds, args.quick, args.save)
     targets = maze_part(
         record,
         args.seeds,

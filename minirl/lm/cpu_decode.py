@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import os
+import platform
 from collections.abc import Iterator
 from typing import Any
 
@@ -56,6 +57,7 @@ __all__ = [
     "FEW_ROWS",
     "Bfloat16Copy",
     "FewRowsLinear",
+    "cpu_bfloat16_arithmetic",
     "cpu_has_bfloat16_units",
     "few_row_products",
     "GrowInPlaceLayer",
@@ -276,6 +278,26 @@ def cpu_has_bfloat16_units() -> bool:
         return bool(probe()) if probe is not None else False
     except RuntimeError:
         return False
+
+
+def cpu_bfloat16_arithmetic() -> str:
+    """How this CPU multiplies bfloat16: ``"matrix units"`` (Intel's AMX tiles, where ``cpu_bfloat16`` pays),
+    ``"vector instructions"`` (AVX-512 BF16, as on AMD's Zen 4), ``"none"`` (an x86 CPU with neither, as AMD's
+    Zen 3: torch then converts every bfloat16 product in software, and ``cpu_bfloat16`` generates several times
+    slower than float32; README's Agents) or ``"unknown"`` (not an x86 CPU, or this build of torch cannot tell:
+    its probes are private ``torch.cpu`` ones)."""
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return "unknown"
+    probes = [getattr(torch.cpu, name, None) for name in ("_is_amx_tile_supported", "_is_avx512_bf16_supported")]
+    try:
+        amx, avx512_bf16 = (None if probe is None else bool(probe()) for probe in probes)
+    except RuntimeError:
+        return "unknown"
+    if amx:
+        return "matrix units"
+    if avx512_bf16:
+        return "vector instructions"
+    return "none" if amx is False and avx512_bf16 is False else "unknown"
 
 
 def generation_form(device_type: str, cpu_bfloat16: bool, weights: torch.dtype) -> str:

@@ -85,13 +85,14 @@ def machine() -> dict[str, Any]:
     torch threads, GPU, package versions."""
     import torch
 
-    from minirl.lm.cpu_decode import cpu_has_bfloat16_units
+    from minirl.lm.cpu_decode import cpu_bfloat16_arithmetic, cpu_has_bfloat16_units
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
     return {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
         "bfloat16_units": cpu_has_bfloat16_units(),  # AMX: where ``cpu_bfloat16`` pays (minirl.lm.cpu_decode)
+        "bfloat16_arithmetic": cpu_bfloat16_arithmetic(),  # AMX, AVX-512 BF16 or none (emulated: slow)
         "torch_threads": torch.get_num_threads(),
         "nice": os.nice(0) if hasattr(os, "nice") else None,  # below 0: ran ahead of other jobs
         "gpu": gpu,
