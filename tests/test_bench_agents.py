@@ -284,3 +284,40 @@ def test_rollout_formats_times_the_base_rollout_in_float32_around_the_bfloat16_c
         "none",
         "unknown",
     )
+
+
+def test_the_report_gives_each_format_s_rollout_in_the_order_it_ran_and_names_the_cpu_s_arithmetic():
+    from minirl.report.agents import _rollout_formats
+
+    def timed(generation, seconds, tokens=2235.0):
+        return {"generation": generation, "episodes": 64, "seconds": seconds, "model_tokens": tokens,
+                "sequence_tokens": 437.0, "model_tokens_per_second": tokens / seconds, "turns_mean": 6.0}  # fmt: skip
+
+    data = {
+        "name": "formats",
+        "file": "formats.json",
+        "command": "python -m minirl.bench.agents --rollout-formats --save formats",
+        "commit": "0" * 40,
+        "date": "2026-12-03T00:00:00Z",
+        "machine": {"cpu": "AMD EPYC", "cores": 2, "bfloat16_arithmetic": "none", "gpu": None},
+        "figures": {
+            "runs": [
+                {
+                    "seed": 0,
+                    "formats": [timed("float32", 100.0), timed("bfloat16 copy", 400.0, 2228.0), timed("float32", 80.0)],
+                }
+            ]
+        },  # fmt: skip
+    }
+    text = "\n".join(_rollout_formats(data))
+    assert "(`--rollout-formats`, seed 0)" in text and "has no bfloat16 arithmetic" in text
+    rows = [line for line in text.splitlines() if line.startswith("| 0 |")]
+    assert rows == [
+        "| 0 | 1 | float32 | 100.0 s | 22 | 2235 | 6.0 |",
+        "| 0 | 2 | bfloat16 copy | 6.7 min | 6 | 2228 | 6.0 |",  # 400 s, as _seconds writes it
+        "| 0 | 3 | float32 | 80.0 s | 28 | 2235 | 6.0 |",
+    ]
+    data["machine"]["bfloat16_arithmetic"] = "vector instructions"
+    assert "vector instructions (AVX-512 BF16), without matrix units" in "\n".join(_rollout_formats(data))
+    del data["machine"]["bfloat16_arithmetic"]  # records made before machines kept it
+    assert "torch could not tell" in "\n".join(_rollout_formats(data))

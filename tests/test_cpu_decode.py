@@ -177,6 +177,71 @@ def test_the_bfloat16_probe_answers_false_when_torch_cannot_tell(monkeypatch):
     assert cpu_has_bfloat16_units() is False
 
 
+@pytest.mark.parametrize(
+    ("amx", "avx512_bf16", "machine", "answer"),
+    [
+        (True, True, "x86_64", "matrix units"),  # Intel's Sapphire Rapids and later: AMX (with AVX-512 BF16)
+        (False, True, "x86_64", "vector instructions"),  # AMD's Zen 4
+        (False, False, "x86_64", "none"),  # AMD's Zen 3, older Intel: emulated
+        (False, False, "AMD64", "none"),  # Windows spells it so
+        (False, False, "arm64", "unknown"),  # torch's probes are x86 ones: they say nothing of an Arm CPU
+        (None, False, "x86_64", "unknown"),  # a build without the AMX probe
+    ],
+)
+def test_the_bfloat16_arithmetic_probe_names_what_the_cpu_has(monkeypatch, amx, avx512_bf16, machine, answer):
+    import platform
+
+    from minirl.lm.cpu_decode import cpu_bfloat16_arithmetic
+
+    monkeypatch.setattr(platform, "machine", lambda: machine)
+    for name, value in (("_is_amx_tile_supported", amx), ("_is_avx512_bf16_supported", avx512_bf16)):
+        if value is None:
+            monkeypatch.delattr(torch.cpu, name, raising=False)
+        else:
+            monkeypatch.setattr(torch.cpu, name, lambda value=value: value, raising=False)
+    assert cpu_bfloat16_arithmetic() == answer
+
+
+def test_the_bfloat16_arithmetic_probe_answers_unknown_when_a_probe_fails(monkeypatch):
+    import platform
+
+    from minirl.lm.cpu_decode import cpu_bfloat16_arithmetic
+
+    def broken():
+        raise RuntimeError("no cpuinfo")
+
+    monkeypatch.setattr(platform, "machine", lambda: "x86_64")
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", broken, raising=False)
+    assert cpu_bfloat16_arithmetic() == "unknown"
+
+
+@pytest.mark.parametrize("arithmetic", ["none", "vector instructions", "matrix units", "unknown"])
+def test_generating_with_the_copy_warns_only_where_bfloat16_is_emulated(monkeypatch, arithmetic):
+    """``cpu_bfloat16`` on a CPU with no bfloat16 arithmetic costs time and buys nothing: the policy says so once,
+    when it makes its bfloat16 copy; elsewhere, and in float32, it stays quiet."""
+    import warnings
+
+    import minirl.lm.cpu_decode as cpu_decode
+    from minirl.lm.recipes import RECIPES
+
+    monkeypatch.setattr(cpu_decode, "cpu_bfloat16_arithmetic", lambda: arithmetic)
+    policy = RECIPES["tiny"].with_(cpu_bfloat16=True).policy("tiny")
+    gen = torch.Generator().manual_seed(0)
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        policy.sample(["sort 3 1 2"], 1, temperature=1.0, generator=gen)
+        policy.sample(["sort 3 1 2"], 1, temperature=1.0, generator=gen)  # the same copy: no second warning
+    emulated = [w for w in seen if "without bfloat16 arithmetic" in str(w.message)]
+    assert len(emulated) == (1 if arithmetic == "none" else 0)
+    if emulated:
+        assert "leave cpu_bfloat16 off" in str(emulated[0].message) and emulated[0].category is UserWarning
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        # float32: no copy, no warning
+        RECIPES["tiny"].policy("tiny").sample(["sort 3 1 2"], 1, temperature=1.0, generator=gen)
+    assert not [w for w in seen if "without bfloat16 arithmetic" in str(w.message)]
+
+
 def test_the_bfloat16_copy_holds_rounded_weights_float32_buffers_and_follows_every_update():
     from minirl.lm.cpu_decode import Bfloat16Copy
     from minirl.lm.models import make_tiny_lm

@@ -46,6 +46,7 @@ import contextlib
 import copy
 import os
 import platform
+import warnings
 from collections.abc import Iterator
 from typing import Any
 
@@ -59,6 +60,7 @@ __all__ = [
     "FewRowsLinear",
     "cpu_bfloat16_arithmetic",
     "cpu_has_bfloat16_units",
+    "warn_if_bfloat16_is_emulated",
     "few_row_products",
     "GrowInPlaceLayer",
     "cpu_generation",
@@ -298,6 +300,19 @@ def cpu_bfloat16_arithmetic() -> str:
     if avx512_bf16:
         return "vector instructions"
     return "none" if amx is False and avx512_bf16 is False else "unknown"
+
+
+def warn_if_bfloat16_is_emulated() -> None:
+    """Warn (a ``UserWarning``) when this CPU has no bfloat16 arithmetic (``cpu_bfloat16_arithmetic`` says
+    ``"none"``): there ``cpu_bfloat16`` still gives bfloat16's numbers, but torch converts every product in software
+    and generation runs several times slower than in float32 (README's Agents: ``--rollout-formats``)."""
+    if cpu_bfloat16_arithmetic() == "none":
+        warnings.warn(
+            "cpu_bfloat16=True (--cpu-bf16) on a CPU without bfloat16 arithmetic (neither AMX nor AVX-512 BF16): "
+            "torch emulates every bfloat16 product, so generating runs several times slower than in float32 "
+            "(README, Agents); leave cpu_bfloat16 off on this machine",
+            stacklevel=3,
+        )
 
 
 def generation_form(device_type: str, cpu_bfloat16: bool, weights: torch.dtype) -> str:

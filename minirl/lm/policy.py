@@ -31,7 +31,14 @@ import torch.nn.functional as F
 from einops import rearrange
 from torch import nn
 
-from minirl.lm.cpu_decode import Bfloat16Copy, cpu_generation, few_row_products, generation_form, grow_in_place
+from minirl.lm.cpu_decode import (
+    Bfloat16Copy,
+    cpu_generation,
+    few_row_products,
+    generation_form,
+    grow_in_place,
+    warn_if_bfloat16_is_emulated,
+)
 from minirl.lm.layout import common_prefix_layout, first_eos_mask
 from minirl.lm.scoring import choice_log_probs, completion_log_probs, kept_choice_log_probs, kept_token_scores
 from minirl.protocols import Rollout, TokenScores
@@ -154,6 +161,7 @@ class CausalLMPolicy(nn.Module):
                     yield self.model
                 return
             if self._bfloat16_copy is None or self._bfloat16_copy.source is not self.model:
+                warn_if_bfloat16_is_emulated()  # once a copy: on such a CPU cpu_bfloat16 only costs time
                 self._bfloat16_copy = Bfloat16Copy(self.model)
             yield self._bfloat16_copy.refreshed()
 

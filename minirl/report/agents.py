@@ -50,6 +50,18 @@ CPU_RECIPE_PPO = ("bench_agents_cpu_bf16_ppo30", "bench_agents_cpu_bf16_ppo30_se
 with ``cpu_bfloat16``, the warm start on the walker's choices and a step scored group by group, as
 ``CPU_CHOICES``: seed 0, then seed 1."""
 
+ROLLOUT_FORMATS = ("bench_agents_rollout_formats_zen3",)
+"""``--rollout-formats`` records: the base model's timed rollout alone, in float32, by the bfloat16 copy, then in
+float32 again, on a CPU whose bfloat16 arithmetic the record's machine names (``bfloat16_arithmetic``)."""
+
+ARITHMETIC_WORDS = {
+    "matrix units": "multiplies bfloat16 in matrix units (AMX)",
+    "vector instructions": "multiplies bfloat16 in vector instructions (AVX-512 BF16), without matrix units",
+    "none": "has no bfloat16 arithmetic (neither AMX nor AVX-512 BF16): torch emulates every bfloat16 product",
+    "unknown": "may or may not multiply bfloat16 in hardware (torch could not tell)",
+}
+"""``minirl.lm.cpu_decode.cpu_bfloat16_arithmetic``'s answers, as the report says them."""
+
 CRITIC_FITS = ("bench_critic_fit", "bench_critic_fit_lstsq")
 """``minirl.bench.critic_fit`` records: Adam's budget alone, then with the closed-form heads (``--cpu-bf16``)."""
 
@@ -295,6 +307,39 @@ def _provenance_and_notes(data: dict[str, Any]) -> str:
     return provenance(data) + notes
 
 
+def _rollout_formats(data: dict[str, Any]) -> list[str]:
+    """A ``--rollout-formats`` record: each timed rollout in the order it ran, then its provenance."""
+    arithmetic = data["machine"].get("bfloat16_arithmetic", "unknown")
+    rows = [
+        [
+            run["seed"],
+            i + 1,
+            r["generation"],
+            _seconds(r["seconds"]),
+            f"{r['model_tokens_per_second']:.0f}",
+            f"{r['model_tokens']:.0f}",
+            f"{r['turns_mean']:.1f}",
+        ]
+        for run in data["figures"]["runs"]
+        for i, r in enumerate(run["formats"])
+    ]
+    seeds = [str(run["seed"]) for run in data["figures"]["runs"]]
+    seeds = ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(seeds)
+    return [
+        f"The base model's rollout alone (`--rollout-formats`, {seeds}), 64 six-turn walks "
+        "(8 start cells × 8 walks at T = 1) sampled in each number format in turn, in one process: float32, then "
+        "generation by a bfloat16 copy of the weights (what `--cpu-bf16` generates with), then float32 again. This "
+        f"CPU {ARITHMETIC_WORDS[arithmetic]}.",
+        "",
+        table(
+            ["seed", "run", "generation", "rollout", "model tokens/s", "model tokens", "turns an episode"],
+            rows,
+        ),
+        "",
+        _provenance_and_notes(data),
+    ]
+
+
 def _probes(names: tuple[str, ...], heading: str) -> list[str]:
     """Each stored record of ``names`` under ``heading``: the record keeps the recipe it ran, so ``_one_record``
     describes the change."""
@@ -321,6 +366,10 @@ def agents() -> str:
     lines += _probes(CPU_INPLACE_ROLLOUT, "On 2 CPU cores, a shorter RL stage, with the rollout's next two changes")
     lines += _probes(CPU_CHOICES, "On 2 CPU cores, a shorter RL stage, with the warm start on the walker's choices")
     lines += _probes(CPU_RECIPE_PPO, "On 2 CPU cores, the recipe's RL stage for PPO with a critic alone")
+    for name in ROLLOUT_FORMATS:
+        formats = _load(name)
+        if formats is not None:
+            lines += ["", "On 2 CPU cores:", "", *_rollout_formats(formats)]
     for name in CRITIC_FITS:
         fit = _load(name)
         if fit is not None:
