@@ -384,7 +384,8 @@ def formats_part(record: Record, seeds: Sequence[int], quick: bool, save: str | 
     for seed in seeds:
         record.figures["runs"].append({})
         rollout_formats(seed, budgets, quick=quick, out=record.figures["runs"][-1], saved=record.save if save else None)
-    print("\nThe base model's rollout of 64 six-turn walks, by number format")
+    walks = budgets["rollout_prompts"] * budgets["rollout_group"]
+    print(f"\nThe base model's rollout of {walks} six-turn walks, by format")
     for run in record.figures["runs"]:
         for r in run["formats"]:
             print(

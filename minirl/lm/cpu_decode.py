@@ -311,7 +311,7 @@ def warn_if_bfloat16_is_emulated() -> None:
             "cpu_bfloat16=True (--cpu-bf16) on a CPU without bfloat16 arithmetic (neither AMX nor AVX-512 BF16): "
             "torch emulates every bfloat16 product, so generating runs several times slower than in float32 "
             "(README, Agents); leave cpu_bfloat16 off on this machine",
-            stacklevel=3,
+            stacklevel=2,  # the policy's line that makes the copy
         )
 
 
