@@ -304,16 +304,18 @@ def test_the_report_gives_each_format_s_rollout_in_the_order_it_ran_and_names_th
         "date": "2026-12-03T00:00:00Z",
         "machine": {"cpu": "AMD EPYC", "cores": 2, "bfloat16_arithmetic": "none", "gpu": None},
         "figures": {
+            "budgets": {"rollout_prompts": 8, "rollout_group": 8},
             "runs": [
                 {
                     "seed": 0,
                     "formats": [timed("float32", 100.0), timed("bfloat16 copy", 400.0, 2228.0), timed("float32", 80.0)],
                 }
-            ]
-        },  # fmt: skip
+            ],
+        },
     }
     text = "\n".join(_rollout_formats(data))
-    assert "(`--rollout-formats`, seed 0)" in text and "has no bfloat16 arithmetic" in text
+    assert "(`--rollout-formats`, seed 0), 64 six-turn walks (8 start cells × 8 walks" in text
+    assert "has no bfloat16 arithmetic" in text
     rows = [line for line in text.splitlines() if line.startswith("| 0 |")]
     assert rows == [
         "| 0 | 1 | float32 | 100.0 s | 22 | 2235 | 6.0 |",

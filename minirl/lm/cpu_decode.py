@@ -274,12 +274,8 @@ def cpu_generation(on: bool = True) -> Iterator[None]:
 
 def cpu_has_bfloat16_units() -> bool:
     """True when this CPU multiplies bfloat16 tiles in hardware (AMX), where ``CausalLMPolicy(cpu_bfloat16=True)``
-    pays; False elsewhere, or when this build of torch cannot tell (the probe is a private ``torch.cpu`` one)."""
-    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
-    try:
-        return bool(probe()) if probe is not None else False
-    except RuntimeError:
-        return False
+    pays; False elsewhere, or when this build of torch cannot tell (``cpu_bfloat16_arithmetic``'s probes)."""
+    return cpu_bfloat16_arithmetic() == "matrix units"
 
 
 def cpu_bfloat16_arithmetic() -> str:

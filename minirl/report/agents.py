@@ -325,9 +325,11 @@ def _rollout_formats(data: dict[str, Any]) -> list[str]:
     ]
     seeds = [str(run["seed"]) for run in data["figures"]["runs"]]
     seeds = ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(seeds)
+    b = data["figures"]["budgets"]
     return [
-        f"The base model's rollout alone (`--rollout-formats`, {seeds}), 64 six-turn walks "
-        "(8 start cells × 8 walks at T = 1) sampled in each number format in turn, in one process: float32, then "
+        f"The base model's rollout alone (`--rollout-formats`, {seeds}), {b['rollout_prompts'] * b['rollout_group']} "
+        f"six-turn walks ({b['rollout_prompts']} start cells × {b['rollout_group']} walks at T = 1) sampled in each "
+        "number format in turn, in one process: float32, then "
         "generation by a bfloat16 copy of the weights (what `--cpu-bf16` generates with), then float32 again. This "
         f"CPU {ARITHMETIC_WORDS[arithmetic]}.",
         "",

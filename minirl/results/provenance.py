@@ -85,14 +85,15 @@ def machine() -> dict[str, Any]:
     torch threads, GPU, package versions."""
     import torch
 
-    from minirl.lm.cpu_decode import cpu_bfloat16_arithmetic, cpu_has_bfloat16_units
+    from minirl.lm.cpu_decode import cpu_bfloat16_arithmetic
 
     gpu = torch.cuda.get_device_name(0) if torch.cuda.is_available() else None
+    arithmetic = cpu_bfloat16_arithmetic()  # AMX, AVX-512 BF16 or none (emulated: slow); minirl.lm.cpu_decode
     return {
         "cpu": _cpu_model(),
         "cores": os.cpu_count(),
-        "bfloat16_units": cpu_has_bfloat16_units(),  # AMX: where ``cpu_bfloat16`` pays (minirl.lm.cpu_decode)
-        "bfloat16_arithmetic": cpu_bfloat16_arithmetic(),  # AMX, AVX-512 BF16 or none (emulated: slow)
+        "bfloat16_units": arithmetic == "matrix units",  # AMX: where ``cpu_bfloat16`` pays (cpu_has_bfloat16_units)
+        "bfloat16_arithmetic": arithmetic,
         "torch_threads": torch.get_num_threads(),
         "nice": os.nice(0) if hasattr(os, "nice") else None,  # below 0: ran ahead of other jobs
         "gpu": gpu,
