@@ -316,7 +316,8 @@ def _notebook_code(name: str) -> str:
 
 def test_notebook_10_builds_every_run_from_the_reasoning_recipe():
     """Notebook 10 takes its knobs from ``reasoning_recipe`` and the benchmark's ``BUDGETS``, never its own: each
-    ``train_config`` call sets only the seed and the progress bar, each warm start its steps and seed."""
+    ``train_config`` call sets only the seed, the progress bar and, in fast mode alone, no evaluation after the last
+    step; each warm start its steps and seed."""
     import re
 
     code = _notebook_code("10_reasoning_and_reward_hacking")
@@ -325,8 +326,10 @@ def test_notebook_10_builds_every_run_from_the_reasoning_recipe():
     calls = re.findall(r"train_config\(([^()]*)\)", code)
     assert len(calls) == 3  # the honest run, the hacked run and the fixed one
     for args in calls:
-        keywords = set(re.findall(r"(\w+)=", args))
-        assert keywords == {"seed", "progress"}, args
+        keywords = dict(re.findall(r"(\w+)=([^,]+)", args))
+        assert set(keywords) == {"seed", "progress", "eval_at_end"}, args
+        # the loop's last evaluation is skipped in fast mode only (held_out repeats it); full mode keeps it
+        assert keywords["eval_at_end"].strip() == "not FAST", args
     for literal in ("learning_rate=", "lr_schedule=", "prompts_per_step=", "group_size=", "max_seconds="):
         assert literal not in code, literal
 
