@@ -45,10 +45,14 @@ CPU_CHOICES = ("bench_agents_cpu_bf16_choices_steps10",)
 imitate the uniform walker's choices instead of its draws (commit 591db8c, ``LMRecipe.sft_targets = "choices"``)
 and RL steps to score a step's walks group by group (``micro_batch_size = 1``)."""
 
-CPU_RECIPE_PPO = ("bench_agents_cpu_bf16_ppo30", "bench_agents_cpu_bf16_ppo30_seed1")
+CPU_RECIPE_PPO = (
+    "bench_agents_cpu_bf16_ppo30",
+    "bench_agents_cpu_bf16_ppo30_seed1",
+    "bench_agents_cpu_bf16_ppo30_seed2",
+)
 """Records on 2 CPU cores of the recipe's own RL stage (30 steps) for PPO with a critic alone (``--algos ppo``),
 with ``cpu_bfloat16``, the warm start on the walker's choices and a step scored group by group, as
-``CPU_CHOICES``: seed 0, then seed 1."""
+``CPU_CHOICES``: seed 0, then seed 1, then seed 2."""
 
 ROLLOUT_FORMATS = ("bench_agents_rollout_formats_zen3",)
 """``--rollout-formats`` records: the base model's timed rollout alone, in float32, by the bfloat16 copy, then in
@@ -106,6 +110,12 @@ def _targets(recipe: dict[str, Any]) -> str:
 def _rl_schedule(recipe: dict[str, Any]) -> str:
     """The RL arms' learning-rate schedule for the recipe's sentence ("" for the constant rate)."""
     return " decaying to 0 (cosine)" if recipe.get("lr_schedule") == "cosine" else ""
+
+
+def _seeds(runs: list[dict[str, Any]]) -> str:
+    """The seeds of a record's runs for its sentence: "seed 2", or "seeds 0, 1, 2"."""
+    seeds = [str(r["seed"]) for r in runs]
+    return ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(seeds)
 
 
 def _first_eval(arm: dict[str, Any], level: float) -> dict[str, Any] | None:
@@ -191,7 +201,7 @@ def _one_record(data: dict[str, Any]) -> list[str]:
         f"{' and '.join(ARMS[a] for a in arms)} "
         f"for {recipe['steps']} steps of {recipe['prompts_per_step']} start cells × {recipe['group_size']} episodes "
         f"at learning rate {recipe['learning_rate']:g}{_rl_schedule(recipe)}, the top {recipe['trainable_layers']} "
-        f"blocks training, KL β = {recipe['kl_coef']:g}{bf16}), seeds {', '.join(str(r['seed']) for r in runs)}. "
+        f"blocks training, KL β = {recipe['kl_coef']:g}{bf16}), {_seeds(runs)}. "
         f"Success from each of the 10 start cells (greedy / sampled at T = 1, {budgets['samples']} walks a cell; "
         f"mean over the cells); the rollout: {budgets['rollout_prompts'] * budgets['rollout_group']} six-turn "
         "episodes sampled once:",
@@ -460,7 +470,7 @@ def _calculator_record(data: dict[str, Any]) -> list[str]:
         f"{' and '.join(ARMS[a] for a in arms)} for {recipe['steps']} steps at learning rate "
         f"{recipe['learning_rate']:g}{_rl_schedule(recipe)}; a call costs {task['call_cost']:g}"
         f"{_knobs(recipe)}{_bfloat16(data)}), "
-        f"seeds {', '.join(str(r['seed']) for r in runs)}; on the {recipe['eval_prompts']} evaluation problems, half "
+        f"{_seeds(runs)}; on the {recipe['eval_prompts']} evaluation problems, half "
         f"hard (two digits by two) and half easy ({EASY_WORDS[task['easy']]}), each figure hard / easy, greedy (and "
         "sampled at T = 1, 8 episodes a problem, where the record has it):",
         "",
