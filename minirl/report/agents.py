@@ -54,6 +54,10 @@ CPU_RECIPE_PPO = (
 with ``cpu_bfloat16``, the warm start on the walker's choices and a step scored group by group, as
 ``CPU_CHOICES``: seed 0, then seed 1, then seed 2."""
 
+CPU_RECIPE_GRPO_CHOICES = ("bench_agents_cpu_bf16_grpo30_choices",)
+"""The recipe's own RL stage (30 steps) for GRPO alone, as ``CPU_RECIPE_GRPO`` but after the warm start on the
+walker's choices and with a step scored group by group, as ``CPU_RECIPE_PPO``: GRPO's side of that comparison."""
+
 ROLLOUT_FORMATS = ("bench_agents_rollout_formats_zen3",)
 """``--rollout-formats`` records: the base model's timed rollout alone, in float32, by the bfloat16 copy, then in
 float32 again, on a CPU whose bfloat16 arithmetic the record's machine names (``bfloat16_arithmetic``)."""
@@ -378,6 +382,7 @@ def agents() -> str:
     lines += _probes(CPU_INPLACE_ROLLOUT, "On 2 CPU cores, a shorter RL stage, with the rollout's next two changes")
     lines += _probes(CPU_CHOICES, "On 2 CPU cores, a shorter RL stage, with the warm start on the walker's choices")
     lines += _probes(CPU_RECIPE_PPO, "On 2 CPU cores, the recipe's RL stage for PPO with a critic alone")
+    lines += _probes(CPU_RECIPE_GRPO_CHOICES, "On 2 CPU cores, the recipe's RL stage for GRPO alone, as PPO's above")
     for name in ROLLOUT_FORMATS:
         formats = _load(name)
         if formats is not None:
