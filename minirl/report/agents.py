@@ -337,9 +337,7 @@ def _rollout_formats(data: dict[str, Any]) -> list[str]:
         for run in data["figures"]["runs"]
         for i, r in enumerate(run["formats"])
     ]
-    seeds = [str(run["seed"]) for run in data["figures"]["runs"]]
-    seeds = ("seed " if len(seeds) == 1 else "seeds ") + ", ".join(seeds)
-    b = data["figures"]["budgets"]
+    seeds, b = _seeds(data["figures"]["runs"]), data["figures"]["budgets"]
     return [
         f"The base model's rollout alone (`--rollout-formats`, {seeds}), {b['rollout_prompts'] * b['rollout_group']} "
         f"six-turn walks ({b['rollout_prompts']} start cells × {b['rollout_group']} walks at T = 1) sampled in each "
