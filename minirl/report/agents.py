@@ -54,9 +54,14 @@ CPU_RECIPE_PPO = (
 with ``cpu_bfloat16``, the warm start on the walker's choices and a step scored group by group, as
 ``CPU_CHOICES``: seed 0, then seed 1, then seed 2."""
 
-CPU_RECIPE_GRPO_CHOICES = ("bench_agents_cpu_bf16_grpo30_choices",)
+CPU_RECIPE_GRPO_CHOICES = (
+    "bench_agents_cpu_bf16_grpo30_choices",
+    "bench_agents_cpu_bf16_grpo30_choices_seed1",
+    "bench_agents_cpu_bf16_grpo30_choices_seed2",
+)
 """The recipe's own RL stage (30 steps) for GRPO alone, as ``CPU_RECIPE_GRPO`` but after the warm start on the
-walker's choices and with a step scored group by group, as ``CPU_RECIPE_PPO``: GRPO's side of that comparison."""
+walker's choices and with a step scored group by group, as ``CPU_RECIPE_PPO``: GRPO's side of that comparison,
+seed 0, then seed 1, then seed 2."""
 
 ROLLOUT_FORMATS = ("bench_agents_rollout_formats_zen3",)
 """``--rollout-formats`` records: the base model's timed rollout alone, in float32, by the bfloat16 copy, then in
