@@ -418,13 +418,18 @@ CALCULATOR_CPU_PROBES = (
     "bench_calculator_cpu_bf16_ppo_normalized",
     "bench_calculator_cpu_bf16_ppo_seed1",
     "bench_calculator_cpu_bf16_grpo_cosine",
+    "bench_calculator_cpu_bf16_grpo_epyc",
+    "bench_calculator_cpu_bf16_grpo_epyc_seeds12",
+    "bench_calculator_cpu_bf16_grpo_steps45",
+    "bench_calculator_cpu_bf16_grpo_steps45_seeds12",
 )
 """Calculator records on 2 CPU cores (each record's command spells out the task's settings): seeds 0, 1 and 2 one
 record each, then with ``cpu_bfloat16`` (``--cpu-bf16``) seed 1, seeds 0 and 2 in one record, a probe of PPO
 with GAE's λ = 1 on seed 0 (``--knob ppo.lam=1.0``), GRPO without the division by the group's spread
 (``--knob grpo.delta_mode=centered_rewards``) and PPO with GRPO's division of its rewards before GAE
 (``--knob ppo.delta_mode=normalized_rewards``), seeds 0 to 2 each, plain PPO on seed 1, and GRPO on seed 0 with
-its learning rate decaying to 0 (``--recipe lr_schedule=cosine``)."""
+its learning rate decaying to 0 (``--recipe lr_schedule=cosine``); then, on an AMD EPYC, GRPO as the recipe has it
+and for 45 steps at the constant rate (``--steps 45``), each as seed 0 in one record and seeds 1 and 2 in the next."""
 
 
 LEGACY_TASK = {"call_cost": 0.1, "easy": "one_digit", "demo_call_rate": 0.5}
